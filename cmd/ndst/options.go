@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// globalOptions are the flags shared by every subcommand. They live in one
+// struct handed to each subcommand's constructor (no package-level flag
+// variables), so tests can run the CLI many times in one process.
+type globalOptions struct {
+	stdout, stderr io.Writer
+
+	backend  string
+	json     bool
+	verbose  int
+	template string
+
+	// Emulated-kernel settings.
+	strategy string
+	profile  string
+	hz       int
+	cpus     int
+	preempt  string
+	seed     uint64
+	costs    string
+	state    string
+	watchdog time.Duration
+
+	// Netlink settings.
+	netns       string
+	kind        string
+	allowRootNS bool
+
+	waitLock time.Duration
+}
+
+func (g *globalOptions) register(root *cobra.Command) {
+	f := root.PersistentFlags()
+	f.StringVar(&g.backend, "backend", "sim", "backend: sim (embedded emulated kernel) or netlink (real kernel)")
+	f.BoolVar(&g.json, "json", false, "print one JSON object per command")
+	f.CountVarP(&g.verbose, "verbose", "v", "log kernel messages (-v) and model events (-vv) to stderr")
+	f.StringVar(&g.template, "name", "dummy%d", "name template with exactly one %d (at most 15 bytes)")
+
+	f.StringVar(&g.strategy, "strategy", "", "netdev_wait_allrefs strategy: msleep250, tick, expedited, ben, barrier, backoff, wake (default: the profile's)")
+	f.StringVar(&g.profile, "profile", "2.6.31", "kernel profile: 2.6.31, 2.6.33, 6.18")
+	f.IntVar(&g.hz, "hz", 1000, "timer frequency of the emulated kernel")
+	f.IntVar(&g.cpus, "cpus", 1, "number of emulated CPUs")
+	f.StringVar(&g.preempt, "preempt", "none", "preemption model: none, voluntary, full")
+	f.Uint64Var(&g.seed, "seed", 1, "seed of the emulated kernel's random source (same seed, same timings)")
+	f.StringVar(&g.costs, "costs", "", "per-operation CPU cost table (JSON, as written by 'ndst calibrate')")
+	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
+	f.DurationVar(&g.watchdog, "watchdog", 20*time.Second, "soft-lockup threshold in virtual time")
+
+	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's)")
+	f.StringVar(&g.kind, "kind", "dummy", "link kind of the netlink backend: dummy, ifb, veth")
+	f.BoolVar(&g.allowRootNS, "i-really-mean-the-root-namespace", false, "allow the netlink backend to work in the host's root namespace")
+
+	f.DurationVar(&g.waitLock, "wait-lock", 5*time.Second, "how long to wait for another ndst holding the same state or namespace")
+}
+
+// validate checks the global flags before any subcommand runs.
+func (g *globalOptions) validate(cmd *cobra.Command) error {
+	return nil
+}
