@@ -1,0 +1,379 @@
+// Package sim is the deterministic virtual-time engine of the emulated kernel.
+//
+// Time is an integer number of nanoseconds (Time); jiffies are derived from it
+// at the configured HZ (jiffy k starts at k*Period). The engine owns a single
+// event queue ordered by (time, sequence number), N simulated CPUs with a
+// periodic tick, timers, softirqs, wait queues and completions, and tasks that
+// run kernel code written in ordinary straight-line Go.
+//
+// Invariants:
+//   - Exactly one piece of model code runs at a time: either the engine loop
+//     (events, interrupts, softirqs) or one task goroutine, which holds the
+//     baton until it blocks, charges time past the next event, or ends. So a
+//     run needs no locks and is exactly repeatable: the same Config (including
+//     Seed) and the same model code give the same virtual times, always.
+//   - Virtual time never goes backwards, and no wall-clock reading enters it.
+//   - Model code spends CPU time only through explicit charges (Task.Charge,
+//     CPU.Steal); everything else is instantaneous.
+//   - A CPU stuck in kernel mode without a context switch for Config.Watchdog
+//     stops the run with a *LockupError (the kernel's soft-lockup detector),
+//     so a livelock is reported, never a hang.
+//
+// Engine methods may be called only from model code (event handlers or
+// tasks), never from other goroutines.
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+)
+
+// Time is virtual time in nanoseconds since the start of a run.
+type Time int64
+
+// Common durations.
+const (
+	Nanosecond  Time = 1
+	Microsecond      = 1000 * Nanosecond
+	Millisecond      = 1000 * Microsecond
+	Second           = 1000 * Millisecond
+)
+
+// Seconds returns t in seconds.
+func (t Time) Seconds() float64 { return float64(t) / float64(Second) }
+
+// String renders t with a unit, e.g. "3.000s" or "250.123ms".
+func (t Time) String() string {
+	switch {
+	case t >= Second || t <= -Second:
+		return fmt.Sprintf("%.3fs", t.Seconds())
+	case t >= Millisecond || t <= -Millisecond:
+		return fmt.Sprintf("%.3fms", float64(t)/float64(Millisecond))
+	case t >= Microsecond || t <= -Microsecond:
+		return fmt.Sprintf("%.3fµs", float64(t)/float64(Microsecond))
+	}
+	return fmt.Sprintf("%dns", int64(t))
+}
+
+// Preempt is the kernel's preemption model.
+type Preempt int
+
+// Preemption models.
+const (
+	// PreemptNone (CONFIG_PREEMPT_NONE): a task in kernel mode runs until
+	// it blocks, returns to user mode, or calls cond_resched().
+	PreemptNone Preempt = iota
+	// PreemptVoluntary (CONFIG_PREEMPT_VOLUNTARY): as none, plus every
+	// might_sleep() is a preemption point.
+	PreemptVoluntary
+	// PreemptFull (CONFIG_PREEMPT): kernel code is preemptible wherever
+	// preemption is not disabled.
+	PreemptFull
+)
+
+var preemptNames = []string{"none", "voluntary", "full"}
+
+func (p Preempt) String() string {
+	if int(p) < len(preemptNames) {
+		return preemptNames[p]
+	}
+	return fmt.Sprintf("Preempt(%d)", int(p))
+}
+
+// ParsePreempt parses "none", "voluntary" or "full".
+func ParsePreempt(s string) (Preempt, error) {
+	for i, n := range preemptNames {
+		if s == n {
+			return Preempt(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown preemption model %q (want none, voluntary or full)", s)
+}
+
+// Config describes the simulated machine.
+type Config struct {
+	HZ      int     // timer frequency; jiffy = 1e9/HZ ns
+	CPUs    int     // number of CPUs
+	Preempt Preempt // preemption model
+	Seed    uint64  // seed of the run's only random source
+	// Watchdog is the soft-lockup threshold (the kernel's 2*watchdog_thresh,
+	// 20 s by default). Zero means 20 s.
+	Watchdog Time
+	// Jitter is the relative spread of charged costs: a charge of d costs a
+	// uniform amount in [d*(1-Jitter), d*(1+Jitter)]. Zero means exact.
+	Jitter float64
+	// Costs of the engine's own operations.
+	ContextSwitch Time // one task switch on a CPU
+	TickCost      Time // one tick interrupt, without the softirqs it raises
+}
+
+// Validate checks the machine description.
+func (c Config) Validate() error {
+	switch {
+	case c.HZ < 1 || c.HZ > 10000:
+		return fmt.Errorf("HZ must be between 1 and 10000, got %d", c.HZ)
+	case c.CPUs < 1 || c.CPUs > 4096:
+		return fmt.Errorf("CPU count must be between 1 and 4096, got %d", c.CPUs)
+	case c.Preempt < PreemptNone || c.Preempt > PreemptFull:
+		return fmt.Errorf("unknown preemption model %d", c.Preempt)
+	case c.Watchdog < 0:
+		return fmt.Errorf("watchdog threshold must not be negative")
+	case c.Jitter < 0 || c.Jitter >= 1:
+		return fmt.Errorf("jitter must be in [0, 1), got %g", c.Jitter)
+	}
+	return nil
+}
+
+// DefaultWatchdog is the kernel's soft-lockup threshold: 2 * watchdog_thresh.
+const DefaultWatchdog = 20 * Second
+
+// Engine runs one simulation.
+type Engine struct {
+	cfg    Config
+	period Time // one jiffy
+	now    Time
+	seq    uint64
+	queue  eventQueue
+	rng    *rand.Rand
+	cpus   []*CPU
+
+	baton    chan struct{} // a task hands control back to the loop
+	live     int           // tasks that keep the run going (non-daemon, not ended)
+	tasks    []*Task
+	nextTask int
+	hooks    []Hooks
+	softirqs [nrSoftirqs]func(*CPU)
+	stopErr  error
+	logf     func(t Time, format string, args ...any)
+	stats    Stats
+}
+
+// Stats are engine-wide counters.
+type Stats struct {
+	ContextSwitches int64
+	Ticks           int64
+	Wakeups         int64
+	Sleeps          int64
+	Preemptions     int64
+	Events          int64
+}
+
+// Hooks receive the scheduler events that other subsystems (RCU) build on.
+// All run on the engine's loop with the baton held.
+type Hooks interface {
+	// Tick runs in the tick interrupt of cpu; mode is what the tick
+	// interrupted.
+	Tick(cpu *CPU, mode Mode)
+	// ContextSwitch runs when cpu switches tasks (or goes idle).
+	ContextSwitch(cpu *CPU)
+	// NeedsTick reports whether an idle cpu must keep its tick (the
+	// kernel's rcu_needs_cpu); otherwise the tick stops (NO_HZ idle).
+	NeedsTick(cpu *CPU) bool
+}
+
+// New creates an engine; the config must be valid.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Watchdog == 0 {
+		cfg.Watchdog = DefaultWatchdog
+	}
+	e := &Engine{
+		cfg:    cfg,
+		period: Time(int64(Second) / int64(cfg.HZ)),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		baton:  make(chan struct{}),
+	}
+	for i := range cfg.CPUs {
+		c := &CPU{e: e, ID: i}
+		c.timers = newTimerQueue()
+		e.cpus = append(e.cpus, c)
+	}
+	return e, nil
+}
+
+// Config returns the machine description.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Now returns the current virtual time.
+func (e *Engine) Now() Time { return e.now }
+
+// Period returns the length of one jiffy.
+func (e *Engine) Period() Time { return e.period }
+
+// Jiffies returns the current jiffies count.
+func (e *Engine) Jiffies() int64 { return int64(e.now / e.period) }
+
+// JiffyStart returns the time at which jiffy j begins.
+func (e *Engine) JiffyStart(j int64) Time { return Time(j) * e.period }
+
+// MsecsToJiffies rounds ms up to jiffies, as msecs_to_jiffies does.
+func (e *Engine) MsecsToJiffies(ms int64) int64 {
+	return (ms*int64(e.cfg.HZ) + 999) / 1000
+}
+
+// CPUs returns the simulated CPUs.
+func (e *Engine) CPUs() []*CPU { return e.cpus }
+
+// CPU returns CPU i.
+func (e *Engine) CPU(i int) *CPU { return e.cpus[i] }
+
+// Rand returns the run's random source. Draw from it only in model code, so
+// that the order of draws is fixed by the simulation itself.
+func (e *Engine) Rand() *rand.Rand { return e.rng }
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats { return e.stats }
+
+// AddHooks registers scheduler hooks.
+func (e *Engine) AddHooks(h Hooks) { e.hooks = append(e.hooks, h) }
+
+// SetLogger sets the function that receives kernel log messages (printk).
+func (e *Engine) SetLogger(f func(t Time, format string, args ...any)) { e.logf = f }
+
+// Printk logs a kernel message at the current virtual time.
+func (e *Engine) Printk(format string, args ...any) {
+	if e.logf != nil {
+		e.logf(e.now, format, args...)
+	}
+}
+
+// Jitter scales a cost by the configured random spread.
+func (e *Engine) Jitter(d Time) Time {
+	if e.cfg.Jitter == 0 || d <= 0 {
+		return d
+	}
+	f := 1 + e.cfg.Jitter*(2*e.rng.Float64()-1)
+	return Time(float64(d) * f)
+}
+
+// ---- events ----
+
+// Event is a scheduled action; Cancel prevents it from running.
+type Event struct {
+	at        Time
+	seq       uint64
+	fn        func()
+	cancelled bool
+	index     int
+}
+
+// Cancel stops the event from running; cancelling twice is harmless.
+func (ev *Event) Cancel() {
+	if ev != nil {
+		ev.cancelled = true
+	}
+}
+
+// At returns when the event is due.
+func (ev *Event) At() Time { return ev.at }
+
+type eventQueue []*Event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
+func (q *eventQueue) Push(x any)   { ev := x.(*Event); ev.index = len(*q); *q = append(*q, ev) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	n := len(old)
+	ev := old[n-1]
+	old[n-1] = nil
+	*q = old[:n-1]
+	return ev
+}
+func (q eventQueue) peek() *Event   { return q[0] }
+func (q eventQueue) empty() bool    { return len(q) == 0 }
+func (q *eventQueue) drop() *Event  { return heap.Pop(q).(*Event) }
+func (q *eventQueue) add(ev *Event) { heap.Push(q, ev) }
+
+// At schedules fn to run at time t (not before now).
+func (e *Engine) At(t Time, fn func()) *Event {
+	if t < e.now {
+		t = e.now
+	}
+	e.seq++
+	ev := &Event{at: t, seq: e.seq, fn: fn}
+	e.queue.add(ev)
+	return ev
+}
+
+// After schedules fn to run d from now.
+func (e *Engine) After(d Time, fn func()) *Event { return e.At(e.now+d, fn) }
+
+// nextEventAt returns the time of the earliest live event, or -1.
+func (e *Engine) nextEventAt() Time {
+	for !e.queue.empty() {
+		ev := e.queue.peek()
+		if !ev.cancelled {
+			return ev.at
+		}
+		e.queue.drop()
+	}
+	return -1
+}
+
+// ---- running ----
+
+// ErrStopped is wrapped by the error Run returns when Stop was called.
+var ErrStopped = errors.New("simulation stopped")
+
+// LockupError is the soft-lockup watchdog's report.
+type LockupError struct {
+	CPU   int
+	Task  string
+	Stuck Time // how long the CPU ran in kernel mode without a switch
+	At    Time
+}
+
+func (e *LockupError) Error() string {
+	return fmt.Sprintf("BUG: soft lockup - CPU#%d stuck for %ds! [%s] (at %v virtual)",
+		e.CPU, int64(e.Stuck/Second), e.Task, e.At)
+}
+
+// Stop ends the run at the current time with err (wrapped in Run's result).
+func (e *Engine) Stop(err error) {
+	if e.stopErr == nil {
+		e.stopErr = err
+	}
+}
+
+// Run executes events until every non-daemon task has ended, the queue is
+// empty, or the run is stopped (watchdog or Stop). Tasks still blocked when a
+// run stops are unwound, so no goroutine outlives Run.
+func (e *Engine) Run() error {
+	for _, c := range e.cpus {
+		c.ensureTick()
+	}
+	for e.stopErr == nil && e.live > 0 {
+		if e.nextEventAt() < 0 {
+			e.stopErr = errors.New("simulation deadlocked: tasks are blocked and nothing is scheduled")
+			break
+		}
+		ev := e.queue.drop()
+		e.now = ev.at
+		e.stats.Events++
+		ev.fn()
+	}
+	e.unwind()
+	return e.stopErr
+}
+
+// unwind terminates tasks that have not ended.
+func (e *Engine) unwind() {
+	for _, t := range e.tasks {
+		if t.state != taskDead && t.started {
+			t.killed = true
+			t.resume <- struct{}{}
+			<-e.baton
+		}
+	}
+}

@@ -1,0 +1,333 @@
+package sim
+
+import "fmt"
+
+// Mode is what a CPU is doing when an interrupt arrives.
+type Mode int
+
+// CPU modes.
+const (
+	ModeIdle Mode = iota
+	ModeUser
+	ModeKernel
+)
+
+func (m Mode) String() string {
+	return [...]string{"idle", "user", "kernel"}[m]
+}
+
+type taskState int
+
+const (
+	taskRunnable taskState = iota // waiting on its CPU's run queue
+	taskRunning                   // holds its CPU (running or charging)
+	taskBlocked                   // sleeping on a timer, wait queue or completion
+	taskDead
+)
+
+// Task is a simulated thread pinned to one CPU. Its function runs in its own
+// goroutine but only while it holds the engine's baton.
+type Task struct {
+	e       *Engine
+	cpu     *CPU
+	Name    string
+	PID     int
+	fn      func(*Task)
+	daemon  bool
+	state   taskState
+	mode    Mode
+	started bool
+	killed  bool
+	resume  chan struct{}
+
+	// preemptCount > 0 disables preemption (spinlocks, preempt_disable).
+	preemptCount int
+	// charge bookkeeping: the event that ends the current charge and how
+	// much was left when the task was preempted.
+	chargeEv  *Event
+	chargeEnd Time
+	remaining Time
+	// Value is free for subsystems to attach per-task data (RCU nesting).
+	Value any
+}
+
+// killed tasks unwind with this panic value.
+type killSignal struct{}
+
+// Go creates a task on cpu that runs fn. A daemon task (a kernel thread)
+// does not keep the run alive. The task becomes runnable at once.
+func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
+	e.nextTask++
+	t := &Task{e: e, cpu: e.cpus[cpu], Name: name, PID: 100 + e.nextTask, fn: fn,
+		daemon: daemon, mode: ModeKernel, resume: make(chan struct{}), state: taskBlocked}
+	e.tasks = append(e.tasks, t)
+	if !daemon {
+		e.live++
+	}
+	t.wake()
+	return t
+}
+
+// CPU returns the CPU the task runs on.
+func (t *Task) CPU() *CPU { return t.cpu }
+
+// Engine returns the task's engine.
+func (t *Task) Engine() *Engine { return t.e }
+
+// Now returns the current virtual time.
+func (t *Task) Now() Time { return t.e.now }
+
+// Mode returns the task's current mode (user or kernel).
+func (t *Task) Mode() Mode { return t.mode }
+
+// SetMode moves the task between user and kernel mode (a system call entry
+// or return).
+func (t *Task) SetMode(m Mode) { t.mode = m }
+
+// PreemptDisable and PreemptEnable bracket code that must not be preempted.
+func (t *Task) PreemptDisable() { t.preemptCount++ }
+
+// PreemptEnable re-enables preemption (and honours a pending resched under
+// full preemption).
+func (t *Task) PreemptEnable() {
+	if t.preemptCount == 0 {
+		panic("sim: PreemptEnable without PreemptDisable in task " + t.Name)
+	}
+	t.preemptCount--
+	if t.preemptCount == 0 && t.e.cfg.Preempt == PreemptFull && t.cpu.needResched {
+		t.Schedule()
+	}
+}
+
+// Preemptible reports whether the task could be preempted right now by an
+// interrupt: user mode always, kernel mode only under full preemption with
+// preemption enabled.
+func (t *Task) Preemptible() bool {
+	return t.mode == ModeUser || (t.e.cfg.Preempt == PreemptFull && t.preemptCount == 0)
+}
+
+// start runs the task's goroutine; called when it is first dispatched.
+func (t *Task) start() {
+	t.started = true
+	go func() {
+		<-t.resume
+		defer func() {
+			r := recover()
+			if _, ok := r.(killSignal); !ok && r != nil {
+				t.e.Stop(fmt.Errorf("task %s panicked: %v", t.Name, r))
+			}
+			t.finish()
+			t.e.baton <- struct{}{}
+		}()
+		if t.killed {
+			panic(killSignal{})
+		}
+		t.fn(t)
+	}()
+}
+
+// finish marks the task ended and frees its CPU.
+func (t *Task) finish() {
+	if t.state == taskDead {
+		return
+	}
+	wasRunning := t.state == taskRunning
+	t.state = taskDead
+	if !t.daemon {
+		t.e.live--
+	}
+	if wasRunning && !t.killed {
+		t.cpu.switchOut(t)
+	}
+}
+
+// dispatch hands the baton to t and waits for it to give it back.
+func (t *Task) dispatch() {
+	if !t.started {
+		t.start()
+	}
+	t.resume <- struct{}{}
+	<-t.e.baton
+}
+
+// yield gives the baton back to the engine and waits to be dispatched again.
+func (t *Task) yield() {
+	t.e.baton <- struct{}{}
+	<-t.resume
+	if t.killed {
+		panic(killSignal{})
+	}
+}
+
+// Charge spends d of CPU time (after jitter) in the task's current mode.
+// Interrupts that arrive meanwhile run at their time and stretch the charge
+// by the time they take.
+func (t *Task) Charge(d Time) {
+	d = t.e.Jitter(d)
+	if d <= 0 {
+		return
+	}
+	t.cpu.account(t.mode, d)
+	end := t.e.now + d
+	// Fast path: nothing else is due before the charge ends, so no other
+	// code could observe the difference between running it and skipping it.
+	if next := t.e.nextEventAt(); next < 0 || next > end {
+		t.e.now = end
+		return
+	}
+	t.chargeEnd = end
+	t.chargeEv = t.e.At(end, func() { t.endCharge() })
+	t.yield()
+}
+
+// endCharge resumes a task whose charge is complete.
+func (t *Task) endCharge() {
+	t.chargeEv = nil
+	t.dispatch()
+}
+
+// stretch delays the end of the task's current charge by d (interrupt work).
+func (t *Task) stretch(d Time) {
+	if t.chargeEv == nil {
+		return
+	}
+	t.chargeEv.Cancel()
+	t.chargeEnd += d
+	t.chargeEv = t.e.At(t.chargeEnd, func() { t.endCharge() })
+}
+
+// Relax busy-waits in the current mode until the next event anywhere in the
+// system (at least min of CPU time), like a cpu_relax() polling loop: between
+// two events nothing can change what the loop polls, so one step here is
+// exactly as many iterations of a real busy loop as fit in that time.
+func (t *Task) Relax(min Time) {
+	next := t.e.nextEventAt()
+	d := min
+	if next > t.e.now+d {
+		d = next - t.e.now
+	}
+	t.cpu.account(t.mode, d)
+	t.chargeEnd = t.e.now + d
+	t.chargeEv = t.e.At(t.chargeEnd, func() { t.endCharge() })
+	t.yield()
+}
+
+// block gives up the CPU until something calls wake. The caller must have
+// arranged for that (a timer, a wait queue).
+func (t *Task) block() {
+	t.state = taskBlocked
+	t.e.stats.Sleeps++
+	t.cpu.switchOut(t)
+	t.yield()
+}
+
+// wake makes a blocked task runnable on its CPU.
+func (t *Task) wake() {
+	if t.state != taskBlocked {
+		return
+	}
+	t.e.stats.Wakeups++
+	t.state = taskRunnable
+	t.cpu.enqueue(t)
+}
+
+// Schedule voluntarily gives the CPU to another runnable task, if any.
+func (t *Task) Schedule() {
+	c := t.cpu
+	if len(c.runq) == 0 {
+		c.needResched = false
+		return
+	}
+	t.state = taskRunnable
+	c.needResched = false
+	c.switchOut(t)
+	c.runq = append(c.runq, t)
+	t.yield()
+}
+
+// CondResched is cond_resched(): a preemption point in every model. It
+// reschedules only if another task needs the CPU.
+func (t *Task) CondResched() {
+	for _, h := range t.e.hooks {
+		if q, ok := h.(interface{ CondResched(*Task) }); ok {
+			q.CondResched(t)
+		}
+	}
+	if t.cpu.needResched {
+		t.Schedule()
+	}
+}
+
+// MightSleep is might_sleep(): a preemption point under voluntary (and
+// full) preemption, a no-op under none.
+func (t *Task) MightSleep() {
+	if t.e.cfg.Preempt != PreemptNone {
+		t.CondResched()
+	}
+}
+
+// ScheduleTimeout sleeps for n jiffies: the task wakes in the tick at which
+// jiffies reaches jiffies+n (schedule_timeout_uninterruptible(n)).
+func (t *Task) ScheduleTimeout(n int64) {
+	if n <= 0 {
+		t.CondResched()
+		return
+	}
+	expire := t.e.Jiffies() + n
+	t.cpu.addTimer(expire, t.wake)
+	t.block()
+}
+
+// Msleep sleeps at least ms milliseconds: msecs_to_jiffies(ms)+1 jiffies,
+// as the kernel's msleep does (the +1 guarantees the full duration).
+func (t *Task) Msleep(ms int64) {
+	t.ScheduleTimeout(t.e.MsecsToJiffies(ms) + 1)
+}
+
+// ---- wait queues and completions ----
+
+// WaitQueue holds tasks waiting for a condition.
+type WaitQueue struct {
+	waiters []*Task
+}
+
+// Wait blocks t until cond() holds; cond is re-checked after every wake-up.
+func (q *WaitQueue) Wait(t *Task, cond func() bool) {
+	for !cond() {
+		q.waiters = append(q.waiters, t)
+		t.block()
+	}
+}
+
+// WakeAll makes every waiter runnable (they re-check their condition).
+func (q *WaitQueue) WakeAll() {
+	w := q.waiters
+	q.waiters = nil
+	for _, t := range w {
+		t.wake()
+	}
+}
+
+// Len returns the number of waiting tasks.
+func (q *WaitQueue) Len() int { return len(q.waiters) }
+
+// Completion is the kernel's struct completion.
+type Completion struct {
+	done int
+	wq   WaitQueue
+}
+
+// Wait blocks t until Complete has been called (consuming one completion).
+func (c *Completion) Wait(t *Task) {
+	c.wq.Wait(t, func() bool { return c.done > 0 })
+	c.done--
+}
+
+// Complete wakes one waiter (or lets the next Wait return at once).
+func (c *Completion) Complete() {
+	c.done++
+	c.wq.WakeAll()
+}
+
+// Done reports whether a completion is pending.
+func (c *Completion) Done() bool { return c.done > 0 }
