@@ -1,0 +1,564 @@
+#!/usr/bin/env bash
+# vm-run.sh: run ndst commands inside a stock Debian kernel booted under qemu.
+#
+# Usage:
+#   scripts/vm-run.sh [options] -- NDST-ARGS... [';;' NDST-ARGS...]
+#   scripts/vm-run.sh --fetch-only [--kernel DEB-or-vmlinuz]
+#
+# Options:
+#   --cpus N            guest CPUs (1..64, default 1; 1 is a true uniprocessor guest)
+#   --preempt MODE      none, voluntary or full (kernel command line preempt=, default none)
+#   --kernel FILE       a kernel image package (.deb) or a vmlinuz; default: linux-image-amd64
+#                       from Debian's registry (apt-get download + dpkg-deb, never installed)
+#   --timeout S         seconds the whole boot may take (default 300)
+#   --mem MB            guest memory (default 512)
+#   --guest-bin FILE    run this static program instead of ndst (no --backend flag added)
+#   --console           copy the guest console (kernel messages) to stderr as it runs
+#   --keep              keep the work folder (initramfs, console log) and print its path
+#   --fetch-only        only fetch/unpack the kernel into the cache; print what was found
+#
+# The guest is a minimal initramfs: busybox (static), dummy.ko, a static ndst built
+# from this repo (CGO_ENABLED=0 ./cmd/ndst) and an /init that loads dummy.ko, runs
+# each command as "ndst --backend netlink ARGS..." and powers off. Kernels are
+# cached in ${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}.
+#
+# Output (stdout) is line-based; every line the rig adds starts with "@@ndst-vm ":
+#   @@ndst-vm host accel=tcg cpus=1 preempt=none release=6.1.0-57-amd64 kernel=...
+#   @@ndst-vm guest release=... cpus=1 preempt=none hz=250 uptime=2.14
+#   @@ndst-vm module dummy loaded
+#   @@ndst-vm begin 1 add 100
+#   ...the command's stdout, verbatim...
+#   @@ndst-vm stderr 1
+#   ...the command's stderr, verbatim...
+#   @@ndst-vm end 1 exit=0 seconds=0.31
+#   @@ndst-vm done
+#   @@ndst-vm host wall_ms=8123
+# The guest's kernel console is kept apart (a second serial port carries the output).
+#
+# Exit status: 0 every command exited 0; 1 a command exited non-zero; 2 usage error;
+# 3 the host lacks a tool (qemu, busybox-static, go); 4 no usable kernel (registry
+# unreachable, no dummy.ko, dummy.ko does not load); 5 the guest did not finish (did
+# not power off in time, panicked) or the guest program could not be built.
+# Nothing is left running on any exit path.
+#
+# Environment: NDST_QEMU (qemu binary), NDST_BUSYBOX (static busybox),
+# NDST_VM_ACCEL (kvm or tcg, overrides the detection), NDST_VM_CACHE (cache folder).
+set -euo pipefail
+
+readonly EXIT_CMD=1 EXIT_USAGE=2 EXIT_HOST=3 EXIT_KERNEL=4 EXIT_GUEST=5
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+die() {
+	local code=$1
+	shift
+	echo "vm-run: $*" >&2
+	exit "$code"
+}
+note() { echo "vm-run: $*" >&2; }
+usage_die() { die $EXIT_USAGE "$*  (see: $0 --help)"; }
+
+cpus=1
+preempt=none
+kernel=""
+timeout_s=300
+mem=512
+guest_bin=""
+console=0
+keep=0
+fetch_only=0
+
+need_val() { [[ $# -ge 2 ]] || usage_die "$1 needs a value"; }
+
+while (($#)); do
+	case $1 in
+	--cpus | --preempt | --kernel | --timeout | --mem | --guest-bin)
+		need_val "$@"
+		v=$2
+		case $1 in
+		--cpus) cpus=$v ;;
+		--preempt) preempt=$v ;;
+		--kernel) kernel=$v ;;
+		--timeout) timeout_s=$v ;;
+		--mem) mem=$v ;;
+		--guest-bin) guest_bin=$v ;;
+		esac
+		shift 2
+		;;
+	--cpus=* | --preempt=* | --kernel=* | --timeout=* | --mem=* | --guest-bin=*)
+		set -- "${1%%=*}" "${1#*=}" "${@:2}"
+		;;
+	--console) console=1 && shift ;;
+	--keep) keep=1 && shift ;;
+	--fetch-only) fetch_only=1 && shift ;;
+	-h | --help)
+		sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+		exit 0
+		;;
+	--)
+		shift
+		break
+		;;
+	*) usage_die "unknown option '$1' (ndst's arguments go after --)" ;;
+	esac
+done
+
+# Strict decimal integer in [lo, hi].
+is_int_in() { [[ $1 =~ ^[1-9][0-9]{0,5}$ ]] && (($1 >= $2 && $1 <= $3)); }
+
+is_int_in "$cpus" 1 64 || usage_die "--cpus '$cpus': want an integer from 1 to 64"
+case $preempt in none | voluntary | full) ;; *) usage_die "--preempt '$preempt': want none, voluntary or full" ;; esac
+is_int_in "$timeout_s" 1 86400 || usage_die "--timeout '$timeout_s': want whole seconds from 1 to 86400"
+is_int_in "$mem" 128 65536 || usage_die "--mem '$mem': want MB from 128 to 65536"
+if [[ -n $kernel && ! -f $kernel ]]; then
+	usage_die "--kernel '$kernel': no such file"
+fi
+if [[ -n $guest_bin && ! -f $guest_bin ]]; then
+	usage_die "--guest-bin '$guest_bin': no such file"
+fi
+
+# Split the commands on ';;'.
+cmds=() # each entry: the shell-quoted words of one command
+cur=""
+ncur=0
+shq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+for a in "$@"; do
+	if [[ $a == ";;" ]]; then
+		((ncur)) || usage_die "empty command around ';;'"
+		cmds+=("$cur")
+		cur=""
+		ncur=0
+		continue
+	fi
+	[[ $a != *$'\n'* ]] || usage_die "an argument contains a newline"
+	cur+=" $(shq "$a")"
+	ncur=$((ncur + 1))
+done
+if ((fetch_only)); then
+	((${#cmds[@]} == 0 && ncur == 0)) || usage_die "--fetch-only takes no command"
+else
+	((ncur)) || usage_die "no command given: put ndst's arguments after --, e.g. -- add 100 ';;' list"
+	cmds+=("$cur")
+fi
+
+cache=${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}
+
+# ---------------------------------------------------------------- cleanup
+
+work=""
+qpid=""
+tailpid=""
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	if [[ -n $qpid ]] && kill -0 "$qpid" 2>/dev/null; then
+		kill -TERM "$qpid" 2>/dev/null || true
+	fi
+	if [[ -n $work && -s $work/qemu.pid ]]; then
+		local p
+		p=$(cat "$work/qemu.pid" 2>/dev/null || true)
+		if [[ $p =~ ^[0-9]+$ ]] && kill -0 "$p" 2>/dev/null; then
+			kill -TERM "$p" 2>/dev/null || true
+			sleep 0.5
+			kill -KILL "$p" 2>/dev/null || true
+		fi
+	fi
+	if [[ -n $qpid ]]; then
+		wait "$qpid" 2>/dev/null || true
+	fi
+	if [[ -n $tailpid ]]; then
+		kill "$tailpid" 2>/dev/null || true
+		wait "$tailpid" 2>/dev/null || true
+	fi
+	if [[ -n $work && -d $work ]]; then
+		if ((keep)); then
+			note "work folder kept: $work"
+		else
+			rm -rf "$work"
+		fi
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# ---------------------------------------------------------------- host tools
+
+qemu=${NDST_QEMU:-qemu-system-x86_64}
+busybox=${NDST_BUSYBOX:-/bin/busybox}
+
+is_static() {
+	# A dynamically linked ELF carries its interpreter's path (PT_INTERP).
+	if command -v readelf >/dev/null 2>&1; then
+		! readelf -l "$1" 2>/dev/null | grep -q 'Requesting program interpreter'
+	else
+		! grep -aq '/ld-linux' "$1"
+	fi
+}
+
+check_host() {
+	command -v "$qemu" >/dev/null 2>&1 ||
+		die $EXIT_HOST "qemu not found ('$qemu'): install qemu-system-x86 (scripts/ci-deps.sh does)"
+	[[ -x $busybox ]] ||
+		die $EXIT_HOST "busybox not found at $busybox: install busybox-static (scripts/ci-deps.sh does)"
+	is_static "$busybox" ||
+		die $EXIT_HOST "$busybox is dynamically linked: install busybox-static (the guest has no libc)"
+	if [[ -n $guest_bin ]]; then
+		is_static "$guest_bin" || die $EXIT_HOST "--guest-bin $guest_bin is dynamically linked: the guest has no libc"
+	else
+		command -v go >/dev/null 2>&1 || die $EXIT_HOST "go not found: needed to build the guest's static ndst"
+	fi
+	command -v flock >/dev/null 2>&1 || die $EXIT_HOST "flock not found (util-linux)"
+}
+
+# ---------------------------------------------------------------- kernels
+
+# bzimage_release FILE: the kernel release from a bzImage's setup header.
+bzimage_release() {
+	local f=$1 magic off
+	magic=$(dd if="$f" bs=1 skip=514 count=4 2>/dev/null || true)
+	[[ $magic == HdrS ]] || return 1
+	off=$(od -An -tu2 -j526 -N2 "$f" | tr -d ' ')
+	[[ $off =~ ^[0-9]+$ ]] || return 1
+	dd if="$f" bs=1 skip=$((off + 512)) count=128 2>/dev/null | tr '\0' '\n' | head -n1 | cut -d' ' -f1
+}
+
+# builtin_dummy CONFIG: whether the kernel config has the dummy driver built in.
+builtin_dummy() { [[ -f $1 ]] && grep -qx 'CONFIG_DUMMY=y' "$1"; }
+
+# install_module SRC DEST: copy dummy.ko, decompressing .xz/.zst/.gz.
+install_module() {
+	case $1 in
+	*.ko) cp "$1" "$2" ;;
+	*.ko.xz) xz -dc "$1" >"$2" ;;
+	*.ko.zst) zstd -qdc "$1" >"$2" ;;
+	*.ko.gz) gzip -dc "$1" >"$2" ;;
+	*) return 1 ;;
+	esac
+}
+
+# unpack_deb DEB DEST: put vmlinuz, config, dummy.ko and release into DEST.
+unpack_deb() {
+	local deb=$1 dest=$2 x rel vmlinuz cfg mod
+	x=$(mktemp -d "$cache/tmp.XXXXXX")
+	dpkg-deb --info "$deb" >/dev/null 2>&1 || {
+		rm -rf "$x"
+		die $EXIT_KERNEL "$deb is not a Debian package"
+	}
+	# Only the three files the rig needs; a full dpkg -x writes ~400 MB.
+	set +o pipefail
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" --wildcards \
+		'./boot/vmlinuz-*' './boot/config-*' '*/drivers/net/dummy.ko*' 2>/dev/null
+	set -o pipefail
+	vmlinuz=$(find "$x/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1)
+	if [[ -z $vmlinuz ]]; then
+		rm -rf "$x"
+		die $EXIT_KERNEL "$deb holds no boot/vmlinuz-*: not a kernel image package"
+	fi
+	rel=${vmlinuz##*/vmlinuz-}
+	cfg=$(find "$x/boot" -maxdepth 1 -name "config-$rel" 2>/dev/null | head -n1)
+	mod=$(find "$x" -path "*/modules/$rel/*" -name 'dummy.ko*' 2>/dev/null | head -n1)
+	local stage
+	stage=$(mktemp -d "$cache/tmp.XXXXXX")
+	chmod 755 "$stage"
+	mv "$vmlinuz" "$stage/vmlinuz"
+	[[ -z $cfg ]] || mv "$cfg" "$stage/config"
+	if [[ -n $mod ]]; then
+		install_module "$mod" "$stage/dummy.ko"
+	elif ! builtin_dummy "$stage/config"; then
+		rm -rf "$x" "$stage"
+		die $EXIT_KERNEL "kernel $rel in $deb has no dummy.ko (and no CONFIG_DUMMY=y): it cannot make dummy links"
+	fi
+	echo "$rel" >"$stage/release"
+	echo "$deb" >"$stage/source"
+	rm -rf "$x"
+	rm -rf "$dest"
+	mv "$stage" "$dest"
+}
+
+# Sets k_dir (folder with vmlinuz, release, maybe dummy.ko and config) or
+# k_vmlinuz/k_module/k_release for a bare vmlinuz.
+k_vmlinuz="" k_module="" k_release="" k_config="" k_source=""
+
+kernel_from_dir() {
+	k_vmlinuz=$1/vmlinuz
+	k_release=$(cat "$1/release")
+	k_source=$(cat "$1/source" 2>/dev/null || echo "$1")
+	k_module=""
+	[[ ! -f $1/dummy.ko ]] || k_module=$1/dummy.ko
+	k_config=""
+	[[ ! -f $1/config ]] || k_config=$1/config
+}
+
+fetch_registry() {
+	local pkg ver key dir tmp log
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}')
+	if [[ -z $pkg ]]; then
+		dir=$(find "$cache/kernels" -mindepth 1 -maxdepth 1 -type d -name 'linux-image-*' 2>/dev/null | sort -V | tail -n1)
+		if [[ -n $dir && -f $dir/release ]]; then
+			note "apt does not know linux-image-amd64; using the cached ${dir##*/}"
+			kernel_from_dir "$dir"
+			return
+		fi
+		die $EXIT_KERNEL "cannot resolve linux-image-amd64: apt's package lists do not have it (run 'apt-get update' as root; is Debian's registry configured and reachable?), or pass --kernel"
+	fi
+	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" {print $2; exit}')
+	[[ -n $ver && $ver != "(none)" ]] || die $EXIT_KERNEL "apt has no installable version of $pkg"
+	key="${pkg}_${ver//:/%3a}"
+	dir=$cache/kernels/$key
+	if [[ ! -f $dir/release ]]; then
+		tmp=$(mktemp -d "$cache/tmp.XXXXXX")
+		log=$tmp/apt.log
+		note "downloading $pkg $ver from Debian's registry into $cache"
+		local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
+		[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
+		if ! (cd "$tmp" && timeout 600 apt-get "${aopts[@]}" download "$pkg=$ver") >"$log" 2>&1; then
+			local why
+			why=$(grep -E '^(E|Err):' "$log" | head -n2 | tr '\n' ' ')
+			rm -rf "$tmp"
+			die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? (${why:-apt-get download failed})"
+		fi
+		local deb
+		deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1)
+		[[ -n $deb ]] || die $EXIT_KERNEL "apt-get download $pkg left no .deb"
+		mkdir -p "$cache/kernels"
+		unpack_deb "$deb" "$dir"
+		echo "$pkg $ver (Debian)" >"$dir/source"
+		rm -rf "$tmp"
+	fi
+	kernel_from_dir "$dir"
+}
+
+fetch_file() {
+	local f rel dir base mod sum
+	f=$(realpath "$kernel")
+	if dpkg-deb --info "$f" >/dev/null 2>&1; then
+		sum=$(sha256sum "$f" | cut -c1-16)
+		dir=$cache/kernels/deb-$sum
+		if [[ ! -f $dir/release ]]; then
+			mkdir -p "$cache/kernels"
+			unpack_deb "$f" "$dir"
+		fi
+		kernel_from_dir "$dir"
+		return
+	fi
+	rel=$(bzimage_release "$f") || die $EXIT_KERNEL "--kernel $kernel is neither a Debian package nor a bzImage (vmlinuz)"
+	[[ -n $rel ]] || die $EXIT_KERNEL "--kernel $kernel: cannot read the kernel release from the bzImage header"
+	k_vmlinuz=$f
+	k_release=$rel
+	k_source=$f
+	dir=$(dirname "$f")
+	k_config=""
+	for c in "$dir/config-$rel" "$dir/config" "/boot/config-$rel"; do
+		if [[ -f $c ]]; then
+			k_config=$c
+			break
+		fi
+	done
+	k_module=""
+	for base in "$dir" "$dir/../lib/modules/$rel/kernel/drivers/net" "$dir/../usr/lib/modules/$rel/kernel/drivers/net" \
+		"/lib/modules/$rel/kernel/drivers/net"; do
+		for mod in "$base"/dummy.ko "$base"/dummy.ko.xz "$base"/dummy.ko.zst "$base"/dummy.ko.gz; do
+			if [[ -f $mod ]]; then
+				k_module=$mod
+				break 2
+			fi
+		done
+	done
+	if [[ -z $k_module ]] && ! builtin_dummy "$k_config"; then
+		die $EXIT_KERNEL "kernel $rel ($kernel) has no dummy.ko beside it or under lib/modules/$rel, and its config (${k_config:-not found}) has no CONFIG_DUMMY=y: it cannot make dummy links"
+	fi
+}
+
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock -w 900 9 || die $EXIT_KERNEL "cache $cache stayed locked for 900 s"
+((fetch_only)) || check_host
+if [[ -n $kernel ]]; then
+	fetch_file
+else
+	command -v apt-cache >/dev/null 2>&1 || die $EXIT_KERNEL "apt-cache not found: pass --kernel (not a Debian host?)"
+	fetch_registry
+fi
+flock -u 9
+exec 9>&-
+
+hz=""
+if [[ -n $k_config ]]; then
+	hz=$(awk -F= '$1 == "CONFIG_HZ" {print $2}' "$k_config")
+fi
+
+if ((fetch_only)); then
+	echo "release=$k_release"
+	echo "vmlinuz=$k_vmlinuz"
+	echo "module=${k_module:-builtin}"
+	echo "config=$k_config"
+	echo "hz=$hz"
+	echo "source=$k_source"
+	exit 0
+fi
+
+# ---------------------------------------------------------------- initramfs
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ndst-vm.XXXXXX")
+root=$work/root
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,root,etc,lib/modules,var}
+cp "$busybox" "$root/bin/busybox"
+if [[ -n $k_module ]]; then
+	install_module "$k_module" "$root/lib/modules/dummy.ko" ||
+		die $EXIT_KERNEL "cannot unpack $k_module"
+fi
+
+prog_args=()
+if [[ -n $guest_bin ]]; then
+	cp "$guest_bin" "$root/bin/guest"
+	chmod 755 "$root/bin/guest"
+	prog=/bin/guest
+else
+	if ! (cd "$repo" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$root/bin/ndst" ./cmd/ndst) >"$work/build.log" 2>&1; then
+		cat "$work/build.log" >&2
+		die $EXIT_GUEST "cannot build the guest's static ndst (go build ./cmd/ndst failed)"
+	fi
+	prog=/bin/ndst
+	prog_args=(--backend netlink)
+fi
+
+{
+	i=0
+	for c in "${cmds[@]}"; do
+		i=$((i + 1))
+		echo "run $i $prog ${prog_args[*]}$c"
+	done
+} >"$root/cmds"
+
+cat >"$root/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TMPDIR=/tmp
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+exec 0</dev/console 1>/dev/console 2>&1
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+ln -s /run /var/run
+D=/dev/ttyS1
+if [ -c $D ] && stty -F $D raw -echo 2>/dev/null; then :; else D=/dev/console; fi
+say() { echo "@@ndst-vm $*" >$D; }
+off() { sync; poweroff -f; sleep 10; }
+up() { cut -d' ' -f1 /proc/uptime; }
+if [ -f /lib/modules/dummy.ko ]; then
+	if ! out=$(insmod /lib/modules/dummy.ko numdummies=0 2>&1); then
+		say "fault module insmod dummy.ko failed: $(echo $out | tr '\n' ' ')"
+		off
+	fi
+fi
+if [ -d /sys/module/dummy ]; then say "module dummy loaded"; else say "fault module dummy not present after loading"; off; fi
+pm=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' /sys/kernel/debug/sched/preempt 2>/dev/null)
+say "guest release=$(uname -r) cpus=$(nproc) preempt=${pm:-unknown} uptime=$(up)"
+run() {
+	n=$1
+	shift
+	say "begin $n $(echo "$@" | sed 's#^/bin/[a-z]* ##; s#^--backend netlink ##')"
+	t0=$(up)
+	"$@" </dev/null >/tmp/out.$n 2>/tmp/err.$n
+	rc=$?
+	t1=$(up)
+	awk 1 /tmp/out.$n >$D
+	say "stderr $n"
+	awk 1 /tmp/err.$n >$D
+	say "end $n exit=$rc seconds=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")"
+	rm -f /tmp/out.$n /tmp/err.$n
+}
+. /cmds
+say "done"
+off
+EOF
+chmod 755 "$root/init"
+
+if ! (cd "$root" && find . -mindepth 1 | "$busybox" cpio -o -H newc -R 0:0 >"$work/initrd.cpio" 2>"$work/cpio.log"); then
+	cat "$work/cpio.log" >&2
+	die $EXIT_GUEST "cannot pack the initramfs (busybox cpio)"
+fi
+
+# ---------------------------------------------------------------- boot
+
+accel=tcg
+if [[ -w /dev/kvm && ! -e /sys/module/kvm_pvm ]]; then
+	accel=kvm
+fi
+case ${NDST_VM_ACCEL:-} in
+"") ;;
+kvm | tcg) accel=$NDST_VM_ACCEL ;;
+*) usage_die "NDST_VM_ACCEL='$NDST_VM_ACCEL': want kvm or tcg" ;;
+esac
+cpu=()
+[[ $accel != kvm ]] || cpu=(-cpu host)
+
+echo "@@ndst-vm host accel=$accel cpus=$cpus preempt=$preempt release=$k_release hz=${hz:-unknown} kernel=$k_source"
+note "booting $k_release (accel $accel, $cpus CPU, preempt=$preempt, timeout ${timeout_s}s)"
+
+: >"$work/console.log"
+: >"$work/data.log"
+if ((console)); then
+	tail -n +1 -f "$work/console.log" >&2 &
+	tailpid=$!
+fi
+
+start_ns=$(date +%s%N)
+timeout -k 5 "$timeout_s" "$qemu" -accel "$accel" "${cpu[@]}" -m "$mem" -smp "$cpus" \
+	-nodefaults -no-user-config -display none -no-reboot -monitor none \
+	-kernel "$k_vmlinuz" -initrd "$work/initrd.cpio" \
+	-append "console=ttyS0 quiet panic=-1 preempt=$preempt" \
+	-serial "file:$work/console.log" -serial "file:$work/data.log" \
+	-pidfile "$work/qemu.pid" </dev/null >"$work/qemu.out" 2>&1 &
+qpid=$!
+set +e
+wait "$qpid"
+qrc=$?
+set -e
+qpid=""
+wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
+
+tr -d '\r' <"$work/data.log" >"$work/data.txt"
+if ! grep -q '^@@ndst-vm ' "$work/data.txt"; then
+	# No second serial port in the guest: the markers went to the console.
+	tr -d '\r' <"$work/console.log" | sed -n '/^@@ndst-vm /,$p' >"$work/data.txt"
+fi
+cat "$work/data.txt"
+echo "@@ndst-vm host wall_ms=$wall_ms"
+
+console_tail() {
+	echo "--- last lines of the guest console:" >&2
+	tr -d '\r' <"$work/console.log" | tail -n 15 >&2
+	if [[ -s $work/qemu.out ]]; then
+		echo "--- qemu said:" >&2
+		tail -n 5 "$work/qemu.out" >&2
+	fi
+}
+
+if fault=$(grep -m1 '^@@ndst-vm fault ' "$work/data.txt"); then
+	console_tail
+	die $EXIT_KERNEL "kernel $k_release: ${fault#@@ndst-vm fault }"
+fi
+if ! grep -qx '@@ndst-vm done' "$work/data.txt"; then
+	console_tail
+	if ((qrc == 124 || qrc == 137)); then
+		die $EXIT_GUEST "the guest did not power off within ${timeout_s}s (timeout; qemu stopped)"
+	fi
+	if ((qrc != 0)); then
+		die $EXIT_GUEST "qemu exited with status $qrc before the guest finished"
+	fi
+	die $EXIT_GUEST "the guest stopped before finishing its commands (panic or crash; see the console above)"
+fi
+failed=$(grep -E '^@@ndst-vm end [0-9]+ exit=' "$work/data.txt" | grep -v ' exit=0 ' || true)
+if [[ -n $failed ]]; then
+	while read -r _ _ n e _; do
+		note "command $n exited ${e#exit=}"
+	done <<<"$failed"
+	exit $EXIT_CMD
+fi
+exit 0
