@@ -100,7 +100,13 @@ func (c *CPU) enqueue(t *Task) {
 func (c *CPU) switchIn(t *Task) {
 	c.curr = t
 	t.state = taskRunning
-	c.noteSwitch()
+	if c.inIRQ {
+		// Woken from interrupt context on an idle CPU: the switch itself
+		// happens after the interrupt returns.
+		c.e.At(c.e.now, c.noteSwitch)
+	} else {
+		c.noteSwitch()
+	}
 	start := c.e.now
 	if c.irqBusyUntil > start {
 		start = c.irqBusyUntil
@@ -192,6 +198,10 @@ func (c *CPU) ensureTick() {
 	c.tickAt = want
 	c.tickEv = c.e.At(want, c.tick)
 }
+
+// KickTick re-evaluates the CPU's tick after a state change that a hook's
+// NeedsTick depends on (for example callbacks queued on an idle CPU).
+func (c *CPU) KickTick() { c.ensureTick() }
 
 func (c *CPU) hooksNeedTick() bool {
 	for _, h := range c.e.hooks {

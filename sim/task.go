@@ -47,6 +47,9 @@ type Task struct {
 	chargeEv  *Event
 	chargeEnd Time
 	remaining Time
+	// sleepGen counts the task's sleeps; a waker registered for one sleep
+	// cannot wake a later one.
+	sleepGen uint64
 	// Value is free for subsystems to attach per-task data (RCU nesting).
 	Value any
 }
@@ -98,6 +101,9 @@ func (t *Task) PreemptEnable() {
 		t.Schedule()
 	}
 }
+
+// PreemptCount returns the task's preemption-disable depth.
+func (t *Task) PreemptCount() int { return t.preemptCount }
 
 // Preemptible reports whether the task could be preempted right now by an
 // interrupt: user mode always, kernel mode only under full preemption with
@@ -212,8 +218,22 @@ func (t *Task) Relax(min Time) {
 	t.yield()
 }
 
-// block gives up the CPU until something calls wake. The caller must have
-// arranged for that (a timer, a wait queue).
+// prepareSleep starts a new sleep and returns its generation; wakers
+// registered for it call wakeIf with that generation.
+func (t *Task) prepareSleep() uint64 {
+	t.sleepGen++
+	return t.sleepGen
+}
+
+// wakeIf wakes the task if it is still in the sleep of generation gen.
+func (t *Task) wakeIf(gen uint64) {
+	if t.sleepGen == gen {
+		t.wake()
+	}
+}
+
+// block gives up the CPU until a waker registered with prepareSleep's
+// generation calls wakeIf.
 func (t *Task) block() {
 	t.state = taskBlocked
 	t.e.stats.Sleeps++
@@ -274,7 +294,8 @@ func (t *Task) ScheduleTimeout(n int64) {
 		return
 	}
 	expire := t.e.Jiffies() + n
-	t.cpu.addTimer(expire, t.wake)
+	gen := t.prepareSleep()
+	t.cpu.addTimer(expire, func() { t.wakeIf(gen) })
 	t.block()
 }
 
@@ -288,23 +309,46 @@ func (t *Task) Msleep(ms int64) {
 
 // WaitQueue holds tasks waiting for a condition.
 type WaitQueue struct {
-	waiters []*Task
+	waiters []waiter
+}
+
+type waiter struct {
+	t   *Task
+	gen uint64
 }
 
 // Wait blocks t until cond() holds; cond is re-checked after every wake-up.
 func (q *WaitQueue) Wait(t *Task, cond func() bool) {
 	for !cond() {
-		q.waiters = append(q.waiters, t)
+		q.waiters = append(q.waiters, waiter{t, t.prepareSleep()})
 		t.block()
 	}
+}
+
+// WaitTimeout blocks t until cond() holds or n jiffies have passed (the tick
+// at jiffies+n), like wait_event_timeout. It reports whether cond holds.
+func (q *WaitQueue) WaitTimeout(t *Task, cond func() bool, n int64) bool {
+	if cond() {
+		return true
+	}
+	expired := false
+	expire := t.e.Jiffies() + n
+	for !cond() && !expired {
+		gen := t.prepareSleep()
+		q.waiters = append(q.waiters, waiter{t, gen})
+		tm := t.cpu.addTimer(expire, func() { expired = true; t.wakeIf(gen) })
+		t.block()
+		tm.Cancel()
+	}
+	return cond()
 }
 
 // WakeAll makes every waiter runnable (they re-check their condition).
 func (q *WaitQueue) WakeAll() {
 	w := q.waiters
 	q.waiters = nil
-	for _, t := range w {
-		t.wake()
+	for _, x := range w {
+		x.t.wakeIf(x.gen)
 	}
 }
 
