@@ -146,6 +146,7 @@ cache=${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}
 # ---------------------------------------------------------------- cleanup
 
 work=""
+tmpdirs=() # scratch folders in the cache, removed on exit
 qpid=""
 tailpid=""
 cleanup() {
@@ -170,6 +171,10 @@ cleanup() {
 		kill "$tailpid" 2>/dev/null || true
 		wait "$tailpid" 2>/dev/null || true
 	fi
+	local t
+	for t in "${tmpdirs[@]}"; do
+		rm -rf "$t"
+	done
 	if [[ -n $work && -d $work ]]; then
 		if ((keep)); then
 			note "work folder kept: $work"
@@ -215,6 +220,14 @@ check_host() {
 
 # ---------------------------------------------------------------- kernels
 
+# mk_tmp VAR: make a scratch folder in the cache, removed on any exit.
+mk_tmp() {
+	local d
+	d=$(mktemp -d "$cache/tmp.XXXXXX")
+	tmpdirs+=("$d")
+	printf -v "$1" '%s' "$d"
+}
+
 # bzimage_release FILE: the kernel release from a bzImage's setup header.
 bzimage_release() {
 	local f=$1 magic off
@@ -242,7 +255,7 @@ install_module() {
 # unpack_deb DEB DEST: put vmlinuz, config, dummy.ko and release into DEST.
 unpack_deb() {
 	local deb=$1 dest=$2 x rel vmlinuz cfg mod
-	x=$(mktemp -d "$cache/tmp.XXXXXX")
+	mk_tmp x
 	dpkg-deb --info "$deb" >/dev/null 2>&1 || {
 		rm -rf "$x"
 		die $EXIT_KERNEL "$deb is not a Debian package"
@@ -250,7 +263,7 @@ unpack_deb() {
 	# Only the three files the rig needs; a full dpkg -x writes ~400 MB.
 	set +o pipefail
 	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" --wildcards \
-		'./boot/vmlinuz-*' './boot/config-*' '*/drivers/net/dummy.ko*' 2>/dev/null
+		'./boot/vmlinuz-*' './boot/config-*' '*/drivers/net/dummy.ko*' 2>/dev/null || true
 	set -o pipefail
 	vmlinuz=$(find "$x/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1)
 	if [[ -z $vmlinuz ]]; then
@@ -261,7 +274,7 @@ unpack_deb() {
 	cfg=$(find "$x/boot" -maxdepth 1 -name "config-$rel" 2>/dev/null | head -n1)
 	mod=$(find "$x" -path "*/modules/$rel/*" -name 'dummy.ko*' 2>/dev/null | head -n1)
 	local stage
-	stage=$(mktemp -d "$cache/tmp.XXXXXX")
+	mk_tmp stage
 	chmod 755 "$stage"
 	mv "$vmlinuz" "$stage/vmlinuz"
 	[[ -z $cfg ]] || mv "$cfg" "$stage/config"
@@ -309,7 +322,7 @@ fetch_registry() {
 	key="${pkg}_${ver//:/%3a}"
 	dir=$cache/kernels/$key
 	if [[ ! -f $dir/release ]]; then
-		tmp=$(mktemp -d "$cache/tmp.XXXXXX")
+		mk_tmp tmp
 		log=$tmp/apt.log
 		note "downloading $pkg $ver from Debian's registry into $cache"
 		local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
@@ -411,11 +424,20 @@ if [[ -n $k_module ]]; then
 		die $EXIT_KERNEL "cannot unpack $k_module"
 fi
 
+# The kernel config where a program looks for it (/boot/config-RELEASE): ndst
+# reads HZ from it.
+if [[ -n $k_config ]]; then
+	mkdir -p "$root/boot"
+	cp "$k_config" "$root/boot/config-$k_release"
+fi
+
 prog_args=()
 if [[ -n $guest_bin ]]; then
-	cp "$guest_bin" "$root/bin/guest"
-	chmod 755 "$root/bin/guest"
-	prog=/bin/guest
+	# Keep the program's own name (a multi-call binary such as busybox needs it).
+	mkdir -p "$root/guest"
+	prog=/guest/$(basename "$guest_bin")
+	cp "$guest_bin" "$root$prog"
+	chmod 755 "$root$prog"
 else
 	if ! (cd "$repo" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$root/bin/ndst" ./cmd/ndst) >"$work/build.log" 2>&1; then
 		cat "$work/build.log" >&2
@@ -462,7 +484,7 @@ say "guest release=$(uname -r) cpus=$(nproc) preempt=${pm:-unknown} uptime=$(up)
 run() {
 	n=$1
 	shift
-	say "begin $n $(echo "$@" | sed 's#^/bin/[a-z]* ##; s#^--backend netlink ##')"
+	say "begin $n $(echo "$@" | sed 's#^[^ ]* ##; s#^--backend netlink ##')"
 	t0=$(up)
 	"$@" </dev/null >/tmp/out.$n 2>/tmp/err.$n
 	rc=$?

@@ -1,0 +1,253 @@
+package vmrig
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodOutput = `@@ndst-vm host accel=tcg cpus=2 preempt=full release=6.1.0-57-amd64 hz=250 kernel=linux-image-6.1.0-57-amd64 6.1.192-3 (Debian)
+@@ndst-vm module dummy loaded
+@@ndst-vm guest release=6.1.0-57-amd64 cpus=2 preempt=full uptime=1.91
+@@ndst-vm begin 1 add 3
+added 3
+second line
+@@ndst-vm stderr 1
+@@ndst-vm end 1 exit=0 seconds=0.25
+@@ndst-vm begin 2 del 1 9
+@@ndst-vm stderr 2
+ndst: no device in range
+@@ndst-vm end 2 exit=1 seconds=0.02
+@@ndst-vm done
+@@ndst-vm host wall_ms=5732
+`
+
+func TestParse(t *testing.T) {
+	b, err := Parse(strings.NewReader(goodOutput))
+	if err != nil {
+		t.Fatalf("Parse(good) error = %v, want nil", err)
+	}
+	want := &Boot{
+		Host: map[string]string{"accel": "tcg", "cpus": "2", "preempt": "full", "release": "6.1.0-57-amd64", "hz": "250",
+			"kernel": "linux-image-6.1.0-57-amd64 6.1.192-3 (Debian)", "wall_ms": "5732"},
+		Guest:  map[string]string{"release": "6.1.0-57-amd64", "cpus": "2", "preempt": "full", "uptime": "1.91"},
+		Module: "dummy loaded",
+		Commands: []CommandResult{
+			{Index: 1, Args: "add 3", Stdout: "added 3\nsecond line\n", Exit: 0, Seconds: 0.25},
+			{Index: 2, Args: "del 1 9", Stderr: "ndst: no device in range\n", Exit: 1, Seconds: 0.02},
+		},
+		Done: true,
+	}
+	if !reflect.DeepEqual(b, want) {
+		t.Errorf("Parse(good) = %+v, want %+v", b, want)
+	}
+	if got := b.Wall(); got != 5732*time.Millisecond {
+		t.Errorf("Boot.Wall() = %v, want 5.732s", got)
+	}
+}
+
+func TestParseMalformed(t *testing.T) {
+	tests := []struct {
+		name, in, wantErr string
+	}{
+		{"end without begin", "@@ndst-vm end 1 exit=0\n", "outside its command"},
+		{"begin out of order", "@@ndst-vm begin 2 x\n", "want command 1"},
+		{"nested begin", "@@ndst-vm begin 1 x\n@@ndst-vm begin 2 y\n", "begin inside command 1"},
+		{"end of another command", "@@ndst-vm begin 1 x\n@@ndst-vm end 2 exit=0\n", "outside its command"},
+		{"stderr of another command", "@@ndst-vm begin 1 x\n@@ndst-vm stderr 2\n", "outside its command"},
+		{"bad exit", "@@ndst-vm begin 1 x\n@@ndst-vm end 1 exit=zero\n", "valid exit="},
+		{"done inside a command", "@@ndst-vm begin 1 x\n@@ndst-vm done\n", "done inside"},
+		{"unknown marker", "@@ndst-vm frobnicate\n", "unknown marker"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Parse(%q) error = %v, want one containing %q", tc.in, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestParsePartial(t *testing.T) {
+	// A guest that stops mid-command: the finished commands are kept.
+	in := "@@ndst-vm begin 1 a\n@@ndst-vm stderr 1\n@@ndst-vm end 1 exit=0 seconds=1\n@@ndst-vm begin 2 b\npartial\n@@ndst-vm host wall_ms=9\n"
+	b, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatalf("Parse(partial) error = %v, want nil", err)
+	}
+	if len(b.Commands) != 1 || b.Done {
+		t.Errorf("Parse(partial) = %d commands, done=%v; want 1, false", len(b.Commands), b.Done)
+	}
+}
+
+func TestFields(t *testing.T) {
+	tests := []struct {
+		in   string
+		want map[string]string
+	}{
+		{"", map[string]string{}},
+		{"a=1 b=2", map[string]string{"a": "1", "b": "2"}},
+		{"a=x y z b=", map[string]string{"a": "x y z", "b": ""}},
+		{"stray a=1", map[string]string{"a": "1"}},
+		{"a=b=c", map[string]string{"a": "b=c"}},
+	}
+	for _, tc := range tests {
+		if got := fields(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("fields(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		cmds    [][]string
+		want    []string
+		wantErr string
+	}{
+		{"defaults", Config{}, [][]string{{"list"}}, []string{"--", "list"}, ""},
+		{"all", Config{CPUs: 2, Preempt: "full", Kernel: "k.deb", Timeout: 1500 * time.Millisecond, GuestBin: "/g"},
+			[][]string{{"add", "3"}, {"list"}},
+			[]string{"--cpus", "2", "--preempt", "full", "--kernel", "k.deb", "--timeout", "2", "--guest-bin", "/g", "--", "add", "3", ";;", "list"}, ""},
+		{"no commands", Config{CPUs: 1}, nil, []string{"--cpus", "1"}, ""},
+		{"empty command", Config{}, [][]string{{"list"}, {}}, nil, "command 2 is empty"},
+		{"separator inside", Config{}, [][]string{{"a", ";;", "b"}}, nil, "contains the separator"},
+		{"negative timeout", Config{Timeout: -time.Second}, [][]string{{"list"}}, nil, "negative timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Args(tc.cfg, tc.cmds...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("Args(%+v, %q) error = %v, want one containing %q", tc.cfg, tc.cmds, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Args(%+v, %q) = %q, %v; want %q, nil", tc.cfg, tc.cmds, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// fakeBzImage writes a file with just enough of a bzImage setup header for
+// the script to read the kernel release from it.
+func fakeBzImage(t *testing.T, path, release string) {
+	t.Helper()
+	b := make([]byte, 2048)
+	copy(b[0x202:], "HdrS")
+	const off = 0x300 // version string at off+0x200
+	binary.LittleEndian.PutUint16(b[0x20e:], off)
+	copy(b[off+0x200:], release+" (fake@test) #1 SMP\x00")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVMRunBadInput checks the fault paths that need neither qemu nor a
+// kernel download: each must exit with its kind and a clear message.
+func TestVMRunBadInput(t *testing.T) {
+	script, err := FindScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	noDummy := filepath.Join(dir, "nodummy", "vmlinuz")
+	builtin := filepath.Join(dir, "builtin", "vmlinuz")
+	for _, p := range []string{noDummy, builtin} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakeBzImage(t, noDummy, "9.9.9-nodummy")
+	if err := os.WriteFile(filepath.Join(dir, "nodummy", "config-9.9.9-nodummy"), []byte("CONFIG_HZ=250\n# CONFIG_DUMMY is not set\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fakeBzImage(t, builtin, "9.9.9-builtin")
+	if err := os.WriteFile(filepath.Join(dir, "builtin", "config-9.9.9-builtin"), []byte("CONFIG_HZ=1000\nCONFIG_DUMMY=y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notKernel := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(notKernel, []byte("not a kernel\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"NDST_VM_CACHE=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
+
+	tests := []struct {
+		name     string
+		args     []string
+		env      []string
+		wantKind Kind // 0: success
+		wantMsg  string
+	}{
+		{"missing kernel file", []string{"--kernel", filepath.Join(dir, "nope"), "--", "list"}, nil, KindUsage, "no such file"},
+		{"zero cpus", []string{"--cpus", "0", "--", "list"}, nil, KindUsage, "--cpus '0'"},
+		{"cpus not a number", []string{"--cpus", "2x", "--", "list"}, nil, KindUsage, "--cpus '2x'"},
+		{"too many cpus", []string{"--cpus", "65", "--", "list"}, nil, KindUsage, "--cpus '65'"},
+		{"bad preempt", []string{"--preempt", "lazy", "--", "list"}, nil, KindUsage, "--preempt 'lazy'"},
+		{"bad timeout", []string{"--timeout", "-1", "--", "list"}, nil, KindUsage, "--timeout '-1'"},
+		{"no command", []string{"--cpus", "1"}, nil, KindUsage, "no command given"},
+		{"empty command", []string{"--", "list", ";;", ";;", "list"}, nil, KindUsage, "empty command"},
+		{"unknown option", []string{"--smp", "2", "--", "list"}, nil, KindUsage, "unknown option '--smp'"},
+		{"option without value", []string{"--cpus"}, nil, KindUsage, "--cpus needs a value"},
+		{"no qemu", []string{"--", "list"}, []string{"NDST_QEMU=/nonexistent/qemu"}, KindHost, "qemu not found"},
+		{"busybox not static", []string{"--", "list"}, []string{"NDST_QEMU=bash", "NDST_BUSYBOX=/bin/bash"}, KindHost, "dynamically linked"},
+		{"not a kernel", []string{"--fetch-only", "--kernel", notKernel}, nil, KindKernel, "neither a Debian package nor a bzImage"},
+		{"kernel without dummy.ko", []string{"--fetch-only", "--kernel", noDummy}, nil, KindKernel, "has no dummy.ko"},
+		{"kernel with dummy built in", []string{"--fetch-only", "--kernel", builtin}, nil, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cfg := Config{Script: script, Env: append(append([]string{}, env...), tc.env...)}
+			out, err := runScript(ctx, cfg, tc.args)
+			if tc.wantKind == 0 {
+				if err != nil {
+					t.Fatalf("vm-run.sh %q error = %v, want nil", tc.args, err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != tc.wantKind || !strings.Contains(e.Msg, tc.wantMsg) {
+				t.Errorf("vm-run.sh %q = %v (stdout %q), want %s error containing %q", tc.args, err, out, tc.wantKind, tc.wantMsg)
+			}
+			if strings.Contains(e.Msg, "\n") {
+				t.Errorf("vm-run.sh %q message = %q, want one line", tc.args, e.Msg)
+			}
+		})
+	}
+
+	// The built-in case through Fetch: module "builtin", HZ from the config.
+	k, err := Fetch(context.Background(), Config{Script: script, Kernel: builtin, Env: env})
+	if err != nil || k.Module != "builtin" || k.HZ != 1000 || k.Release != "9.9.9-builtin" {
+		t.Errorf("Fetch(builtin) = %+v, %v; want module builtin, HZ 1000, release 9.9.9-builtin", k, err)
+	}
+}
+
+func TestSkippable(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&Error{Kind: KindHost}, true},
+		{&Error{Kind: KindKernel}, true},
+		{&Error{Kind: KindGuest}, false},
+		{&Error{Kind: KindUsage}, false},
+		{errors.New("other"), false},
+		{nil, false},
+	}
+	for _, tc := range tests {
+		if got := Skippable(tc.err); got != tc.want {
+			t.Errorf("Skippable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
