@@ -1,0 +1,138 @@
+// Package statefile persists the emulated backend's device registry between
+// CLI invocations: one small binary file, written atomically, read with full
+// validation, and guarded by an advisory lock held for a whole command.
+//
+// # Format (version 1)
+//
+// All integers are little-endian; "uvarint" is the canonical (shortest)
+// unsigned LEB128 encoding of encoding/binary.
+//
+//	offset  size  field
+//	0       6     magic "NDSTSF"
+//	6       2     format version (1)
+//	8       4     body length in bytes
+//	12      4     CRC-32C (Castagnoli) of bytes 0..11 followed by the body
+//	16      ...   body:
+//	                NextIfindex  uint32 (0 <= value <= 2^31-1)
+//	                count        uint32
+//	                count entries, each:
+//	                  ifindex delta  uvarint (ifindex minus the previous
+//	                                 entry's ifindex, or minus 0 for the
+//	                                 first; always >= 1)
+//	                  flags          uvarint (< 2^32)
+//	                  name length    1 byte (1..15)
+//	                  name           that many bytes
+//
+// A device named like "dummy123456" costs 14 bytes, so a registry of 10^6
+// devices is about 14 MB; both directions are single linear passes.
+//
+// # Invariants
+//
+//   - Decode accepts exactly the byte strings Encode produces: for every
+//     input Decode accepts, Encode of the result reproduces the input byte for
+//     byte. Anything else is an error wrapping ErrCorrupt (damage) or
+//     ErrVersion (a format this code does not read); nothing is ever silently
+//     reset or repaired.
+//   - A valid State has 0 <= NextIfindex <= 2^31-1, devices in strictly
+//     ascending ifindex order with 1 <= ifindex <= 2^31-1, and unique names
+//     that the kernel would accept (1..15 bytes, not "." or "..", no '/',
+//     ':', whitespace, control bytes or DEL). Encode and Save refuse an
+//     invalid State with an error wrapping ErrInvalid, so nothing is written
+//     that Load would reject.
+//   - Decode never allocates more than a small multiple of its input: counts
+//     are checked against the bytes actually present before any allocation.
+//   - Save never leaves a partly written file at path: the new content goes
+//     to a temporary file in the same directory, which is synced, renamed
+//     over path, and the directory synced. The file's mode is 0600.
+//   - Lock serialises whole read-modify-write commands between processes with
+//     flock(2) on the sidecar path+".lock", which records the holder's PID.
+//     The kernel drops the lock when its holder dies, so a lock file left by a
+//     dead process never blocks.
+package statefile
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Version is the format version this package writes and reads.
+const Version = 1
+
+// MaxNameLen is the longest device name, IFNAMSIZ-1 bytes.
+const MaxNameLen = 15
+
+// MaxFileSize bounds the state files Load reads: about 60 million devices,
+// far above anything the backends can create.
+const MaxFileSize = 1 << 30
+
+// Device is one registered device.
+type Device struct {
+	Ifindex int32
+	Name    string // 1..15 bytes
+	Flags   uint32 // backend-defined bits, e.g. bit 0 = administratively up
+}
+
+// State is the persisted registry.
+type State struct {
+	// NextIfindex is the ifindex allocator's cyclic cursor (kernel
+	// dev_new_index semantics); 0 in a fresh namespace.
+	NextIfindex int32
+	// Devices in strictly ascending Ifindex order.
+	Devices []Device
+}
+
+// Errors wrapped by the errors this package returns; test with errors.Is.
+var (
+	// ErrCorrupt: the file is damaged (truncated, garbage, checksum
+	// mismatch, or contents that break the State invariants).
+	ErrCorrupt = errors.New("state file is corrupt")
+	// ErrVersion: the file has a format version this code does not read.
+	ErrVersion = errors.New("state file has an unsupported format version")
+	// ErrLocked: another process held the lock for longer than the wait.
+	ErrLocked = errors.New("state file is locked by another process")
+	// ErrInvalid: Save or Encode was handed a State that breaks the
+	// invariants; nothing was written.
+	ErrInvalid = errors.New("invalid state")
+)
+
+// resetHint is the suggested fix printed with every corruption error.
+const resetHint = "move it away or run 'ndst reset --backend sim'"
+
+// FormatError reports a state file that cannot be read: corruption or an
+// unsupported version. It wraps ErrCorrupt or ErrVersion.
+type FormatError struct {
+	// Path is the file's path; empty when decoding bytes from elsewhere.
+	Path string
+	// Reason says what is wrong, e.g. "checksum mismatch".
+	Reason string
+	// Version is the file's format version, set for ErrVersion.
+	Version int
+	kind    error
+}
+
+func (e *FormatError) Error() string {
+	what := "state data"
+	if e.Path != "" {
+		what = "state file " + e.Path
+	}
+	if e.kind == ErrVersion {
+		if e.Version > Version {
+			return fmt.Sprintf("%s has format version %d, newer than this ndst reads (version %d); use a newer ndst, or %s",
+				what, e.Version, Version, resetHint)
+		}
+		return fmt.Sprintf("%s has format version %d, older than this ndst reads (version %d); %s",
+			what, e.Version, Version, resetHint)
+	}
+	return fmt.Sprintf("%s is corrupt (%s); %s", what, e.Reason, resetHint)
+}
+
+// Unwrap returns ErrCorrupt or ErrVersion.
+func (e *FormatError) Unwrap() error { return e.kind }
+
+func corruptf(format string, args ...any) *FormatError {
+	return &FormatError{Reason: fmt.Sprintf(format, args...), kind: ErrCorrupt}
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
