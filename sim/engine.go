@@ -148,7 +148,12 @@ type Engine struct {
 	stopErr  error
 	logf     func(t Time, format string, args ...any)
 	stats    Stats
+	// interrupt is polled every interruptEvery events; a non-nil error
+	// stops the run (a user's ^C). It never influences virtual results.
+	interrupt func() error
 }
+
+const interruptEvery = 4096
 
 // Stats are engine-wide counters.
 type Stats struct {
@@ -339,6 +344,11 @@ func (e *LockupError) Error() string {
 		e.CPU, int64(e.Stuck/Second), e.Task, e.At)
 }
 
+// SetInterrupt installs a poll that can stop a run from outside the model
+// (for example on SIGINT). It is consulted every few thousand events, so it
+// cannot change any virtual time; it only ends the run early.
+func (e *Engine) SetInterrupt(f func() error) { e.interrupt = f }
+
 // Stop ends the run at the current time with err (wrapped in Run's result).
 func (e *Engine) Stop(err error) {
 	if e.stopErr == nil {
@@ -362,6 +372,11 @@ func (e *Engine) Run() error {
 		e.now = ev.at
 		e.stats.Events++
 		ev.fn()
+		if e.interrupt != nil && e.stats.Events%interruptEvery == 0 {
+			if err := e.interrupt(); err != nil {
+				e.Stop(err)
+			}
+		}
 	}
 	e.unwind()
 	return e.stopErr

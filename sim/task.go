@@ -299,6 +299,16 @@ func (t *Task) ScheduleTimeout(n int64) {
 	t.block()
 }
 
+// Nanosleep sleeps exactly d on a high-resolution timer (no tick rounding).
+func (t *Task) Nanosleep(d Time) {
+	if d <= 0 {
+		return
+	}
+	gen := t.prepareSleep()
+	t.e.After(d, func() { t.wakeIf(gen) })
+	t.block()
+}
+
 // Msleep sleeps at least ms milliseconds: msecs_to_jiffies(ms)+1 jiffies,
 // as the kernel's msleep does (the +1 guarantees the full duration).
 func (t *Task) Msleep(ms int64) {
@@ -375,3 +385,31 @@ func (c *Completion) Complete() {
 
 // Done reports whether a completion is pending.
 func (c *Completion) Done() bool { return c.done > 0 }
+
+// Mutex is a sleeping lock (struct mutex) in virtual time.
+type Mutex struct {
+	owner *Task
+	wq    WaitQueue
+}
+
+// Lock acquires the mutex, sleeping while another task holds it.
+func (m *Mutex) Lock(t *Task) {
+	t.MightSleep()
+	if m.owner == t {
+		panic("sim: recursive Mutex.Lock by task " + t.Name)
+	}
+	m.wq.Wait(t, func() bool { return m.owner == nil })
+	m.owner = t
+}
+
+// Unlock releases the mutex.
+func (m *Mutex) Unlock(t *Task) {
+	if m.owner != t {
+		panic("sim: Mutex.Unlock by a task that does not hold it: " + t.Name)
+	}
+	m.owner = nil
+	m.wq.WakeAll()
+}
+
+// Held reports whether the mutex is held (rtnl_is_locked).
+func (m *Mutex) Held() bool { return m.owner != nil }

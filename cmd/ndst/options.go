@@ -4,7 +4,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/ndst-project/ndst/ndst"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 )
 
 // globalOptions are the flags shared by every subcommand. They live in one
@@ -19,22 +21,27 @@ type globalOptions struct {
 	template string
 
 	// Emulated-kernel settings.
-	strategy string
-	profile  string
-	hz       int
-	cpus     int
-	preempt  string
-	seed     uint64
-	costs    string
-	state    string
-	watchdog time.Duration
+	strategy  string
+	profile   string
+	hz        int
+	cpus      int
+	preempt   string
+	seed      uint64
+	rcu       string
+	nameAlloc string
+	costs     string
+	state     string
+	watchdog  time.Duration
 
 	// Netlink settings.
-	netns       string
-	kind        string
-	allowRootNS bool
+	netns        string
+	kind         string
+	kindExplicit bool
+	allowRootNS  bool
 
 	waitLock time.Duration
+
+	log *zap.Logger
 }
 
 func (g *globalOptions) register(root *cobra.Command) {
@@ -50,6 +57,8 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.IntVar(&g.cpus, "cpus", 1, "number of emulated CPUs")
 	f.StringVar(&g.preempt, "preempt", "none", "preemption model: none, voluntary, full")
 	f.Uint64Var(&g.seed, "seed", 1, "seed of the emulated kernel's random source (same seed, same timings)")
+	f.StringVar(&g.rcu, "rcu", "tree", "RCU flavour of the emulated kernel: tree, or tiny (1 CPU, no preemption)")
+	f.StringVar(&g.nameAlloc, "name-alloc", "bitmap", "%d name allocator: bitmap, or scan (the kernel's O(n) __dev_alloc_name)")
 	f.StringVar(&g.costs, "costs", "", "per-operation CPU cost table (JSON, as written by 'ndst calibrate')")
 	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
 	f.DurationVar(&g.watchdog, "watchdog", 20*time.Second, "soft-lockup threshold in virtual time")
@@ -63,5 +72,14 @@ func (g *globalOptions) register(root *cobra.Command) {
 
 // validate checks the global flags before any subcommand runs.
 func (g *globalOptions) validate(cmd *cobra.Command) error {
+	g.kindExplicit = cmd.Flags().Changed("kind")
+	switch g.backend {
+	case "sim", "netlink":
+	default:
+		return ndst.Usagef("unknown backend %q (want sim or netlink)", g.backend)
+	}
+	if g.waitLock < 0 {
+		return ndst.Usagef("--wait-lock must not be negative")
+	}
 	return nil
 }

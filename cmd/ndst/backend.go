@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/emu"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"go.uber.org/zap"
+)
+
+// emuConfig builds the emulated kernel's configuration from the flags.
+func (g *globalOptions) emuConfig() (emu.Config, error) {
+	c := emu.Config{
+		Profile: g.profile, Strategy: g.strategy, HZ: g.hz, CPUs: g.cpus,
+		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.watchdog,
+		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
+	}
+	if g.costs != "" {
+		t, err := costs.Load(g.costs)
+		if err != nil {
+			return c, err
+		}
+		c.Costs = t
+	}
+	if g.verbose > 0 {
+		log := g.logger()
+		c.Printk = func(at time.Duration, msg string) {
+			log.Info(msg, zap.String("virtual", fmt.Sprintf("%.6f", at.Seconds())))
+		}
+	}
+	return c, nil
+}
+
+// openBackend opens the backend chosen with --backend.
+func (g *globalOptions) openBackend(ctx context.Context) (ndst.Backend, error) {
+	switch g.backend {
+	case "sim":
+		c, err := g.emuConfig()
+		if err != nil {
+			return nil, err
+		}
+		return emu.Open(ctx, c)
+	case "netlink":
+		return nlbackend.Open(ctx, g.nlOptions())
+	}
+	return nil, ndst.Usagef("unknown backend %q (want sim or netlink)", g.backend)
+}
+
+func (g *globalOptions) nlOptions() nlbackend.Options {
+	return nlbackend.Options{
+		Netns: g.netns, Kind: g.kind, KindExplicit: g.kindExplicit,
+		AllowRootNS: g.allowRootNS, Logger: g.logger(),
+		Notef: func(format string, args ...any) {
+			fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
+		},
+	}
+}
+
+// logger returns the zap logger for -v output on stderr.
+func (g *globalOptions) logger() *zap.Logger {
+	if g.log != nil {
+		return g.log
+	}
+	if g.verbose == 0 {
+		g.log = zap.NewNop()
+		return g.log
+	}
+	cfg := zap.NewDevelopmentConfig()
+	cfg.EncoderConfig.TimeKey = "" // virtual time is a field; wall time would break repeatability
+	cfg.EncoderConfig.CallerKey = ""
+	cfg.OutputPaths = []string{"stderr"}
+	l, err := cfg.Build()
+	if err != nil {
+		l = zap.NewNop()
+	}
+	g.log = l
+	return l
+}

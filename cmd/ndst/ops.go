@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	subcommands = append(subcommands, newAddCmd, newDelCmd, newListCmd)
+}
+
+// exactArgs is cobra.ExactArgs with a usage error ndst recognises.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return ndst.Usagef("want %s, got %d argument(s)", what, len(args))
+		}
+		return nil
+	}
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func newAddCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "add N",
+		Short: "Create N devices (echo N > /proc/sys/net/ndst/add)",
+		Args:  exactArgs(1, "one argument N, the number of devices to create"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := ndst.ParseCount(args[0])
+			if err != nil {
+				return err
+			}
+			tmpl, err := ndst.ParseTemplate(g.template)
+			if err != nil {
+				return err
+			}
+			return g.timed(func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.kind})
+			})
+		},
+	}
+}
+
+func newDelCmd(g *globalOptions) *cobra.Command {
+	var oneByOne bool
+	cmd := &cobra.Command{
+		Use:   "del START STOP",
+		Short: "Delete the devices with START <= ifindex <= STOP (echo START STOP > /proc/sys/net/ndst/del)",
+		Args:  exactArgs(2, "two arguments, START and STOP ifindex"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start, stop, err := ndst.ParseRange(args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return g.timed(func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+				return b.Del(ctx, ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne})
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "give every device its own unregister (a loop of 'ip link del') instead of one batch")
+	return cmd
+}
+
+func newListCmd(g *globalOptions) *cobra.Command {
+	var page int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the devices (name, ifindex, state, refcount)",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if page < 0 {
+				return ndst.Usagef("--page-size must not be negative")
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			b, err := g.openBackend(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			devs, err := b.List(ctx, ndst.ListRequest{PageSize: page})
+			if err != nil {
+				return err
+			}
+			return g.printList(b.Name(), devs)
+		},
+	}
+	cmd.Flags().IntVar(&page, "page-size", 0, "read the registry in pages of this many entries, like a small read buffer (0: all at once)")
+	return cmd
+}
+
+// timed opens the backend, runs op, prints its result and maps failures to
+// exit codes.
+func (g *globalOptions) timed(op func(context.Context, ndst.Backend) (*ndst.Result, error)) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	b, err := g.openBackend(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	res, err := op(ctx, b)
+	if res == nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("interrupted; nothing was changed")
+		}
+		return err
+	}
+	if perr := g.printResult(res); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return &failedError{err}
+	}
+	return nil
+}

@@ -1,0 +1,526 @@
+// Package emu is the driver's embedded backend: every command builds a fresh
+// emulated kernel (sim engine, RCU model, netdev registry, wait strategy),
+// restores the registry from the persisted state without spending virtual
+// time, runs the command as the task that wrote to /proc/sys/net/ndst/*, and
+// reports its virtual time.
+//
+// Invariants:
+//   - Same Config, same state and same command give the same virtual
+//     timings and counters; wall-clock time is measured only around the run.
+//   - The state is written only after a command completed; a livelock, an
+//     interruption or any error leaves the state file byte for byte as it was.
+//   - The state file is locked from Open to Close, so concurrent ndst
+//     processes never interleave their read-modify-write.
+package emu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/devtable"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/rcu"
+	"github.com/ndst-project/ndst/sim"
+	"github.com/ndst-project/ndst/statefile"
+	"github.com/ndst-project/ndst/waitrefs"
+)
+
+// Config describes the emulated machine and kernel.
+type Config struct {
+	Profile  string // "2.6.31" (default), "2.6.33", "6.18"
+	Strategy string // empty: the profile's default
+	HZ       int
+	CPUs     int
+	Preempt  string
+	RCU      string // "tree" (default) or "tiny"
+	Seed     uint64
+	Costs    *costs.Table // nil: costs.Default()
+	// Watchdog is the soft-lockup threshold in virtual time (0: 20 s).
+	Watchdog time.Duration
+	// Jitter is the relative spread of charged costs (negative: none).
+	Jitter float64
+	// NameAlloc selects the %d allocator: "bitmap" (default) or "scan"
+	// (the kernel's O(n) __dev_alloc_name).
+	NameAlloc string
+
+	// StatePath is the state file; empty with Ephemeral.
+	StatePath string
+	// Ephemeral keeps the registry in memory only (benchmarks, tests).
+	Ephemeral bool
+	// WaitLock bounds the wait for another ndst holding the state file.
+	WaitLock time.Duration
+	// Printk, if set, receives every kernel message as it is logged.
+	Printk func(at time.Duration, msg string)
+}
+
+// DefaultJitter is the spread of charged costs unless configured.
+const DefaultJitter = 0.05
+
+// resolved is a validated Config.
+type resolved struct {
+	cfg      Config
+	profile  netdev.Profile
+	strategy netdev.Waiter
+	preempt  sim.Preempt
+	flavor   rcu.Flavor
+	names    netdev.NameAlloc
+	costs    *costs.Table
+}
+
+func resolve(c Config) (*resolved, error) {
+	if c.Profile == "" {
+		c.Profile = "2.6.31"
+	}
+	p, err := netdev.LookupProfile(c.Profile)
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	if c.Strategy == "" {
+		c.Strategy = p.DefaultStrategy
+	}
+	w, err := waitrefs.Lookup(c.Strategy)
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	if c.Preempt == "" {
+		c.Preempt = "none"
+	}
+	pre, err := sim.ParsePreempt(c.Preempt)
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	if c.HZ < 1 || c.HZ > 10000 {
+		return nil, ndst.Usagef("--hz must be between 1 and 10000, got %d", c.HZ)
+	}
+	if c.CPUs < 1 || c.CPUs > 4096 {
+		return nil, ndst.Usagef("--cpus must be between 1 and 4096, got %d", c.CPUs)
+	}
+	if c.Watchdog < 0 {
+		return nil, ndst.Usagef("--watchdog must not be negative")
+	}
+	flavor := rcu.Tree
+	switch c.RCU {
+	case "", "tree":
+		c.RCU = "tree"
+	case "tiny":
+		flavor = rcu.Tiny
+		if c.CPUs != 1 || pre == sim.PreemptFull || p.PreemptibleRCU {
+			return nil, ndst.Usagef("--rcu tiny needs --cpus 1, a non-preemptible RCU (not --preempt full) and a profile without PREEMPT_RCU (not %s)", p.Name)
+		}
+	default:
+		return nil, ndst.Usagef("unknown RCU flavour %q (want tree or tiny)", c.RCU)
+	}
+	names := netdev.NameBitmap
+	switch c.NameAlloc {
+	case "", "bitmap":
+		c.NameAlloc = "bitmap"
+	case "scan":
+		names = netdev.NameScan
+	default:
+		return nil, ndst.Usagef("unknown name allocator %q (want bitmap or scan)", c.NameAlloc)
+	}
+	if c.Jitter == 0 {
+		c.Jitter = DefaultJitter
+	} else if c.Jitter < 0 {
+		c.Jitter = 0
+	}
+	if c.Jitter >= 1 {
+		return nil, ndst.Usagef("jitter must be below 1, got %g", c.Jitter)
+	}
+	ct := c.Costs
+	if ct == nil {
+		ct = costs.Default()
+	}
+	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, flavor: flavor, names: names, costs: ct}, nil
+}
+
+// Backend is the emulated kernel behind the driver contract.
+type Backend struct {
+	r     *resolved
+	state *statefile.State
+	lock  *statefile.FileLock
+}
+
+var _ ndst.Backend = (*Backend)(nil)
+
+// Open validates the configuration, locks and loads the state file.
+func Open(ctx context.Context, c Config) (*Backend, error) {
+	r, err := resolve(c)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{r: r, state: &statefile.State{}}
+	if c.Ephemeral {
+		return b, nil
+	}
+	if c.StatePath == "" {
+		if c.StatePath, err = statefile.DefaultPath(); err != nil {
+			return nil, err
+		}
+		r.cfg.StatePath = c.StatePath
+	}
+	if b.lock, err = statefile.LockContext(ctx, c.StatePath, c.WaitLock); err != nil {
+		return nil, err
+	}
+	if b.state, err = statefile.Load(c.StatePath); err != nil {
+		_ = b.lock.Unlock()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Name implements ndst.Backend.
+func (b *Backend) Name() string { return "sim" }
+
+// Close releases the state file lock.
+func (b *Backend) Close() error {
+	if b.lock != nil {
+		err := b.lock.Unlock()
+		b.lock = nil
+		return err
+	}
+	return nil
+}
+
+// StatePath returns the state file in use ("" when ephemeral).
+func (b *Backend) StatePath() string { return b.r.cfg.StatePath }
+
+// Strategy returns the strategy's name after defaults.
+func (b *Backend) Strategy() string { return b.r.cfg.Strategy }
+
+// Devices returns the number of devices in the persisted registry.
+func (b *Backend) Devices() int { return len(b.state.Devices) }
+
+// kernel is one emulated kernel for one command.
+type kernel struct {
+	e   *sim.Engine
+	rcu *rcu.RCU
+	reg *netdev.Registry
+	log []string
+}
+
+const maxKernelLog = 64
+
+func (b *Backend) boot() (*kernel, error) {
+	r := b.r
+	wd := sim.Time(r.cfg.Watchdog)
+	e, err := sim.New(sim.Config{
+		HZ: r.cfg.HZ, CPUs: r.cfg.CPUs, Preempt: r.preempt, Seed: r.cfg.Seed,
+		Watchdog: wd, Jitter: r.cfg.Jitter,
+		ContextSwitch: sim.Time(r.costs.Lookup(costs.ContextSwitch)),
+		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
+	})
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	rc, err := rcu.New(e, r.profile.RCUConfig(r.cfg.HZ, r.preempt, r.flavor, r.costs))
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	reg := netdev.New(e, rc, netdev.Options{
+		Profile: r.profile, Costs: r.costs, Waiter: r.strategy,
+		NameAlloc: r.names, NextIfindex: int(b.state.NextIfindex),
+	})
+	if rc, ok := r.strategy.(waitrefs.ReleaseChecker); ok && rc.ChecksOnRelease() {
+		reg.CheckOnRelease = true
+	}
+	k := &kernel{e: e, rcu: rc, reg: reg}
+	e.SetLogger(func(at sim.Time, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if len(k.log) < maxKernelLog {
+			k.log = append(k.log, fmt.Sprintf("[%12.6f] %s", at.Seconds(), msg))
+		}
+		if r.cfg.Printk != nil {
+			r.cfg.Printk(time.Duration(at), msg)
+		}
+	})
+	for _, d := range b.state.Devices {
+		if err := reg.Restore(d.Name, int(d.Ifindex)); err != nil {
+			return nil, fmt.Errorf("state file %s: %w", b.r.cfg.StatePath, err)
+		}
+	}
+	return k, nil
+}
+
+// run executes body as the task that writes the command to /proc, starting
+// at a seeded phase within the first jiffy, and returns its virtual time.
+func (k *kernel) run(ctx context.Context, body func(t *sim.Task, sys sim.Time)) (sim.Time, error) {
+	var start, end sim.Time = -1, -1
+	phase := sim.Time(k.e.Rand().Int64N(int64(k.e.Period())))
+	sys := sim.Time(k.reg.Cost(costs.Syscall))
+	k.e.Go("ndst", 0, false, func(t *sim.Task) {
+		t.SetMode(sim.ModeUser)
+		t.Nanosleep(phase)
+		start = t.Now()
+		t.SetMode(sim.ModeKernel)
+		t.Charge(sys)
+		body(t, sys)
+		t.SetMode(sim.ModeUser)
+		end = t.Now()
+	})
+	k.e.SetInterrupt(ctx.Err)
+	err := k.e.Run()
+	if end < 0 && err == nil {
+		err = errors.New("command did not complete")
+	}
+	if start < 0 {
+		start = 0
+	}
+	if end < 0 {
+		end = k.e.Now()
+	}
+	return end - start, err
+}
+
+func (b *Backend) newResult(op string, batched bool) *ndst.Result {
+	c := b.r.cfg
+	strategy, profile, preempt := c.Strategy, c.Profile, c.Preempt
+	hz, cpus, seed := c.HZ, c.CPUs, c.Seed
+	return &ndst.Result{
+		Op: op, Backend: "sim", Strategy: &strategy, Profile: &profile,
+		HZ: &hz, CPUs: &cpus, Preempt: &preempt, Seed: &seed,
+		Batched: batched, Result: ndst.ResultOK,
+	}
+}
+
+// Add implements ndst.Backend: N register_netdev calls, each under RTNL.
+func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, error) {
+	if req.Count < 1 || req.Count > ndst.MaxCount {
+		return nil, ndst.Usagef("count must be between 1 and %d, got %d", ndst.MaxCount, req.Count)
+	}
+	if free := req.Template.MaxNumber() + 1 - b.countMatching(req.Template); req.Count > free {
+		return nil, ndst.Usagef("template %s has room for %d more names, asked for %d", req.Template, free, req.Count)
+	}
+	res := b.newResult("add", false)
+	wall := time.Now()
+	k, err := b.boot()
+	if err != nil {
+		return nil, err
+	}
+	lat := make([]int64, 0, req.Count)
+	var addErr error
+	created := 0
+	virt, runErr := k.run(ctx, func(t *sim.Task, _ sim.Time) {
+		for range req.Count {
+			s := t.Now()
+			k.reg.RTNLLock(t)
+			_, err := k.reg.Register(t, req.Template)
+			k.reg.RTNLUnlock(t)
+			if err != nil {
+				addErr = err
+				return
+			}
+			created++
+			lat = append(lat, int64(t.Now()-s))
+		}
+	})
+	return b.finish(k, res, virt, time.Since(wall), lat, created, errors.Join(runErr, addErr))
+}
+
+func (b *Backend) countMatching(t ndst.Template) int {
+	n := 0
+	for _, d := range b.state.Devices {
+		if t.Number(d.Name) >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Del implements ndst.Backend.
+func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, error) {
+	if req.Start < 1 || req.Start > req.Stop {
+		return nil, ndst.Usagef("range %d %d is empty or reversed; want 1 <= START <= STOP", req.Start, req.Stop)
+	}
+	lo, _ := slices.BinarySearchFunc(b.state.Devices, int32(req.Start), func(d statefile.Device, v int32) int { return int(d.Ifindex - v) })
+	hi := lo
+	for hi < len(b.state.Devices) && int(b.state.Devices[hi].Ifindex) <= req.Stop {
+		hi++
+	}
+	if hi == lo {
+		return nil, fmt.Errorf("%w: ifindex %d..%d (%s)", ndst.ErrNoDevices, req.Start, req.Stop, b.describe())
+	}
+	batched := b.r.profile.Batched && !req.OneByOne
+	res := b.newResult("del", batched)
+	wall := time.Now()
+	k, err := b.boot()
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]*netdev.Device, 0, hi-lo)
+	for _, sd := range b.state.Devices[lo:hi] {
+		d, _ := k.reg.ByIndex(int(sd.Ifindex))
+		devs = append(devs, d)
+	}
+	lat := make([]int64, 0, len(devs))
+	k.reg.OnFree = func(d *netdev.Device) { lat = append(lat, int64(k.e.Now()-d.UnregisterStart)) }
+	virt, runErr := k.run(ctx, func(t *sim.Task, _ sim.Time) {
+		if batched {
+			k.reg.RTNLLock(t)
+			k.reg.UnregisterMany(t, devs)
+			k.reg.RTNLUnlock(t)
+			return
+		}
+		for _, d := range devs {
+			k.reg.RTNLLock(t)
+			k.reg.UnregisterMany(t, []*netdev.Device{d})
+			k.reg.RTNLUnlock(t)
+		}
+	})
+	if runErr != nil {
+		res.Notes = append(res.Notes, b.progress(k, devs))
+	}
+	return b.finish(k, res, virt, time.Since(wall), lat, len(lat), runErr)
+}
+
+// describe summarises the persisted registry for error messages.
+func (b *Backend) describe() string {
+	n := len(b.state.Devices)
+	if n == 0 {
+		return "the emulated namespace is empty; run 'ndst add N' first"
+	}
+	return fmt.Sprintf("the emulated namespace has %d devices, ifindex %d..%d", n,
+		b.state.Devices[0].Ifindex, b.state.Devices[n-1].Ifindex)
+}
+
+// progress says how far a teardown got when it was stopped.
+func (b *Backend) progress(k *kernel, devs []*netdev.Device) string {
+	freed := 0
+	var stuck *netdev.Device
+	for _, d := range devs {
+		if d.State == netdev.Freed {
+			freed++
+		} else if stuck == nil && d.State != netdev.Registered {
+			stuck = d
+		}
+	}
+	msg := fmt.Sprintf("teardown stopped after %v virtual: %d of %d devices freed", k.e.Now(), freed, len(devs))
+	if stuck != nil {
+		msg += fmt.Sprintf("; %s is %s with refcount %d (held by: %s)", stuck.Name, stuck.State, stuck.Refcount(), stuck.Holders())
+	}
+	return msg + "; the state file is unchanged"
+}
+
+// finish fills in the result, persists the state on success, and maps run
+// errors to result kinds.
+func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.Duration, lat []int64, count int, runErr error) (*ndst.Result, error) {
+	v := int64(virt)
+	res.VirtualNS = &v
+	res.WallNS = int64(wall)
+	res.Count = count
+	res.Latency = ndst.Summarize(lat)
+	res.Counters = counters(k)
+	res.KernelLog = k.log
+	if runErr != nil {
+		var lock *sim.LockupError
+		var leak *netdev.LeakError
+		switch {
+		case errors.As(runErr, &lock), errors.As(runErr, &leak):
+			res.Result = ndst.ResultLivelock
+			res.Error = runErr.Error()
+			res.Notes = append(res.Notes, remedy(b.r, lock != nil))
+			return res, fmt.Errorf("%w: %v", ndst.ErrLivelock, runErr)
+		default:
+			res.Result = ndst.ResultError
+			res.Error = runErr.Error()
+			return res, runErr
+		}
+	}
+	next := &statefile.State{NextIfindex: int32(k.reg.NextIfindex())}
+	next.Devices = make([]statefile.Device, 0, k.reg.Len())
+	k.reg.Range(func(d *netdev.Device) bool {
+		next.Devices = append(next.Devices, statefile.Device{Ifindex: int32(d.Ifindex), Name: d.Name})
+		return true
+	})
+	if !b.r.cfg.Ephemeral {
+		if err := statefile.Save(b.r.cfg.StatePath, next); err != nil {
+			res.Result = ndst.ResultError
+			res.Error = err.Error()
+			return res, err
+		}
+	}
+	b.state = next
+	return res, nil
+}
+
+// remedy is the advice printed with a livelock.
+func remedy(r *resolved, lockup bool) string {
+	if !lockup {
+		return "a reference was never released; run with -v to see the holders the kernel reports"
+	}
+	return fmt.Sprintf("the %s strategy never sleeps on %d CPU(s) with non-preemptible RCU, so no quiescent state "+
+		"lets the callbacks holding the references run; try --strategy tick or barrier, --preempt full, or --cpus 2",
+		r.cfg.Strategy, r.cfg.CPUs)
+}
+
+func counters(k *kernel) map[string]int64 {
+	rs := k.rcu.Stats()
+	ns := k.reg.Stats()
+	es := k.e.Stats()
+	var busy, idleIRQ int64
+	for _, c := range k.e.CPUs() {
+		busy += int64(c.Busy[sim.ModeKernel] + c.Busy[sim.ModeUser])
+		idleIRQ += int64(c.Busy[sim.ModeIdle])
+	}
+	return map[string]int64{
+		"grace_periods":       rs.GPsCompleted,
+		"grace_periods_begun": rs.GPsStarted,
+		"expedited_gps":       rs.ExpeditedGPs,
+		"expedited_noops":     rs.ExpeditedNoops,
+		"synchronize_noops":   rs.SyncNoops,
+		"callbacks_queued":    rs.CallbacksQueued,
+		"callbacks":           rs.CallbacksInvoked,
+		"rcu_barriers":        rs.Barriers,
+		"fqs_scans":           rs.FQSScans,
+		"rcu_stalls":          rs.Stalls,
+		"synchronize_net":     ns.SyncNet,
+		"wait_checks":         ns.WaitChecks,
+		"sleeps":              ns.WaitSleeps,
+		"rebroadcasts":        ns.Rebroadcasts,
+		"warnings":            ns.Warnings,
+		"release_checks":      ns.ReleaseChecks,
+		"devices_freed":       ns.Freed,
+		"context_switches":    es.ContextSwitches,
+		"wakeups":             es.Wakeups,
+		"ticks":               es.Ticks,
+		"preemptions":         es.Preemptions,
+		"cpu_busy_ns":         busy,
+		"events":              es.Events,
+	}
+}
+
+// List implements ndst.Backend: the persisted registry, read through the
+// device table's resumable cursor in pages of req.PageSize (all at once
+// when 0), ordered by ifindex.
+func (b *Backend) List(ctx context.Context, req ndst.ListRequest) ([]ndst.Device, error) {
+	if req.PageSize < 0 {
+		return nil, ndst.Usagef("page size must not be negative")
+	}
+	k, err := b.boot()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ndst.Device, 0, k.reg.Len())
+	page := req.PageSize
+	if page == 0 {
+		page = k.reg.Len() + 1
+	}
+	tab := k.reg.Table()
+	var c devtable.Cursor
+	for !c.Done() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c = tab.List(c, page, func(ifindex int, name string, d *netdev.Device) {
+			out = append(out, ndst.Device{Name: name, Ifindex: ifindex, Kind: "dummy",
+				State: d.State.String(), Refcount: d.Refcount()})
+		})
+	}
+	slices.SortFunc(out, func(a, b ndst.Device) int { return a.Ifindex - b.Ifindex })
+	return out, nil
+}

@@ -1,0 +1,144 @@
+// Package ndst is the driver contract of the tool: the same Add, Del and List
+// operations over two backends, the embedded emulated kernel (package
+// ndst/emu) and the real kernel through netlink (package ndst/nlbackend).
+//
+// The contract mirrors the 2009 test module: "add N" creates N devices whose
+// names come from a template with one %d, "del START STOP" tears down every
+// device whose ifindex lies in the inclusive range, and "list" shows what is
+// there. Every operation returns a Result, the one record type from which the
+// text and JSON outputs are rendered.
+//
+// Invariants:
+//   - A Backend never changes anything when it returns a *UsageError or a
+//     *NotFoundError: input is validated before any device is touched.
+//   - Result.VirtualNS is set only by backends that run in virtual time.
+//   - Result.Result is one of ResultOK, ResultLivelock, ResultError.
+package ndst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Backend is one implementation of the driver contract.
+type Backend interface {
+	// Name is the backend's name as used by --backend: "sim" or "netlink".
+	Name() string
+	// Add creates req.Count devices.
+	Add(ctx context.Context, req AddRequest) (*Result, error)
+	// Del tears down the devices whose ifindex is in [req.Start, req.Stop].
+	Del(ctx context.Context, req DelRequest) (*Result, error)
+	// List returns the devices, ordered by ifindex.
+	List(ctx context.Context, req ListRequest) ([]Device, error)
+	// Close releases the backend's resources (state file lock, sockets).
+	Close() error
+}
+
+// AddRequest asks for Count new devices named from Template (one %d).
+type AddRequest struct {
+	Count    int
+	Template Template
+	// Kind is the link kind for the netlink backend ("dummy", "ifb", "veth").
+	// The emulated backend ignores it.
+	Kind string
+}
+
+// DelRequest asks to tear down the devices with Start <= ifindex <= Stop.
+type DelRequest struct {
+	Start, Stop int
+	// OneByOne gives every device its own unregister (a loop of
+	// "ip link del"), instead of one batch for the whole range on
+	// profiles and backends that batch.
+	OneByOne bool
+}
+
+// ListRequest asks for a listing; PageSize > 0 reads the registry in pages of
+// that many entries (mimicking a small read buffer).
+type ListRequest struct {
+	PageSize int
+}
+
+// Device is one network device as a backend reports it.
+type Device struct {
+	Name     string `json:"name"`
+	Ifindex  int    `json:"ifindex"`
+	Kind     string `json:"kind,omitempty"`
+	State    string `json:"state"`
+	Refcount int    `json:"refcount"`
+	// Foreign is true for devices ndst did not create (such as lo); they
+	// are never deleted.
+	Foreign bool `json:"foreign,omitempty"`
+}
+
+// Result kinds.
+const (
+	ResultOK       = "ok"
+	ResultLivelock = "livelock"
+	ResultError    = "error"
+)
+
+// Result is the record every timed command produces; see ARCHITECTURE.md,
+// "Output contract". Fields that a backend cannot know are left nil.
+type Result struct {
+	Op        string  `json:"op"`
+	Backend   string  `json:"backend"`
+	Count     int     `json:"count"`
+	Skipped   int     `json:"skipped,omitempty"`
+	VirtualNS *int64  `json:"virtual_ns"`
+	WallNS    int64   `json:"wall_ns"`
+	Strategy  *string `json:"strategy"`
+	Profile   *string `json:"profile"`
+	HZ        *int    `json:"hz"`
+	CPUs      *int    `json:"cpus"`
+	Preempt   *string `json:"preempt"`
+	Seed      *uint64 `json:"seed,omitempty"`
+	Kind      string  `json:"kind,omitempty"`
+	Batched   bool    `json:"batched"`
+	Result    string  `json:"result"`
+	Error     string  `json:"error,omitempty"`
+	// Latency is the per-device latency distribution: for del, from the
+	// start of the device's unregister to its free; for add, the time of
+	// each registration.
+	Latency *Latency `json:"latency,omitempty"`
+	// Counters holds grace periods, callbacks, sleeps, wakeups, CPU busy
+	// time and the like, keyed by stable snake_case names.
+	Counters map[string]int64 `json:"counters,omitempty"`
+	// Notes are human-readable remarks (fallbacks taken, watchdog reports).
+	Notes []string `json:"notes,omitempty"`
+	// KernelLog holds the emulated kernel's messages (printk), each with
+	// its virtual timestamp, as dmesg would show them.
+	KernelLog []string `json:"kernel_log,omitempty"`
+}
+
+// Latency summarises per-device latencies in nanoseconds.
+type Latency struct {
+	MinNS    int64 `json:"min_ns"`
+	MedianNS int64 `json:"median_ns"`
+	P99NS    int64 `json:"p99_ns"`
+	MaxNS    int64 `json:"max_ns"`
+}
+
+// UsageError is bad input: the command line or request is malformed. The CLI
+// exits with status 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a *UsageError.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsUsage reports whether err is (or wraps) a *UsageError.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// ErrNoDevices is returned (wrapped) by Del when the range covers no device.
+var ErrNoDevices = errors.New("no device in range")
+
+// ErrLivelock is returned (wrapped) when the emulated kernel's watchdog stops a
+// run. The Result that accompanies it has Result == ResultLivelock.
+var ErrLivelock = errors.New("livelock")

@@ -1,0 +1,102 @@
+package netdev
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ndst-project/ndst/sim"
+)
+
+// State is a device's registration state (the kernel's reg_state).
+type State uint8
+
+// Device states, in lifecycle order.
+const (
+	Registered    State = iota // hashed, visible, refs held by subsystems
+	Unregistering              // unlisted; notifiers are tearing it down
+	Unregistered               // on the todo list, waiting for its references
+	Freed                      // references gone, destructor run
+)
+
+func (s State) String() string {
+	return [...]string{"registered", "unregistering", "unregistered", "freed"}[s]
+}
+
+// Holder names who holds a reference on a device.
+type Holder uint8
+
+// Reference holders modelled explicitly, so that the wait for references has
+// something real to wait for.
+const (
+	// HolderRegistration is the reference taken at registration and
+	// dropped at the end of unregister (before netdev_run_todo).
+	HolderRegistration Holder = iota
+	// HolderSelf is the device's own reference from alloc_netdev, which
+	// modern kernels keep until free (ready at refcount 1).
+	HolderSelf
+	// HolderIPv4 is the per-device IPv4 state (struct in_device), released
+	// through call_rcu when NETDEV_UNREGISTER tears it down.
+	HolderIPv4
+	// HolderIPv6 is the per-device IPv6 state (struct inet6_dev), released
+	// the same way.
+	HolderIPv6
+	numHolders
+)
+
+var holderNames = [numHolders]string{"registration", "netdev", "in_device", "inet6_dev"}
+
+func (h Holder) String() string { return holderNames[h] }
+
+// Device is one network device of the emulated registry. It is owned by its
+// Registry and touched only by model code (never concurrently). Invariants:
+// refs[h] >= 0 for every holder; total == sum(refs); a device is freed at
+// most once, and only when total <= the profile's ReadyRefcount.
+type Device struct {
+	Name    string
+	Ifindex int
+	State   State
+	refs    [numHolders]int32
+	total   int32
+	// UnregisterStart is when its unregister began (for latency).
+	UnregisterStart sim.Time
+}
+
+// Refcount returns the device's reference count.
+func (d *Device) Refcount() int { return int(d.total) }
+
+// Refs returns the count held by h.
+func (d *Device) Refs(h Holder) int { return int(d.refs[h]) }
+
+// Holders describes who holds references, e.g. "in_device, inet6_dev".
+func (d *Device) Holders() string {
+	var parts []string
+	for h := Holder(0); h < numHolders; h++ {
+		switch n := d.refs[h]; {
+		case n == 1:
+			parts = append(parts, h.String())
+		case n > 1:
+			parts = append(parts, fmt.Sprintf("%s x%d", h, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "nobody"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hold takes a reference for h (dev_hold).
+func (d *Device) hold(h Holder) {
+	d.refs[h]++
+	d.total++
+}
+
+// put drops a reference of h (dev_put). A put without a matching hold is a
+// model bug and panics: refcounts never go negative.
+func (d *Device) put(h Holder) {
+	if d.refs[h] <= 0 {
+		panic(fmt.Sprintf("netdev: dev_put(%s) by %s without a reference (refcount %d, held by %s)",
+			d.Name, h, d.total, d.Holders()))
+	}
+	d.refs[h]--
+	d.total--
+}

@@ -1,0 +1,541 @@
+// Package netdev is the emulated netdev registry of one network namespace:
+// devices hashed by name and by ifindex (256 buckets each, package devtable),
+// index and %d-name allocation (package idalloc), the RTNL lock, the notifier
+// chain, per-device refcounts with named holders, the unregister todo list,
+// and the lifecycle register -> unregister -> wait for refs -> free.
+//
+// Unregister follows the kernel's two phases. Under RTNL, devices are closed,
+// unlisted and torn down by the NETDEV_UNREGISTER notifiers, which queue the
+// release of their per-device IPv4/IPv6 state through call_rcu; the
+// registration reference is dropped and the devices go on the todo list.
+// After RTNL is released, netdev_run_todo waits for each device's remaining
+// references with the configured Waiter (package waitrefs) and frees it.
+// The Profile decides the path around the wait (batching, synchronize_net,
+// rcu_barrier, the ready refcount); the Waiter decides only the wait loop.
+//
+// Lock order: RTNL, then the registry's data (owned by the model, which runs
+// one task at a time, so no further locks are needed).
+//
+// Invariants: refcounts never go negative (a violating put panics); every
+// device is freed exactly once, and only at refcount <= ReadyRefcount; names
+// and ifindexes are unique among listed devices; an unlisted device's name
+// and index may be reused at once, as in the kernel.
+package netdev
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/devtable"
+	"github.com/ndst-project/ndst/idalloc"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/rcu"
+	"github.com/ndst-project/ndst/sim"
+)
+
+// Buckets is the number of name and index hash buckets (NETDEV_HASHBITS=8).
+const Buckets = 256
+
+// MaxIfindex is the largest ifindex (31 bits).
+const MaxIfindex = 1<<31 - 1
+
+// KernelNameSlots is the size of __dev_alloc_name's bitmap: 8*PAGE_SIZE.
+const KernelNameSlots = 32768
+
+// Waiter is a netdev_wait_allrefs strategy (implemented in package
+// waitrefs).
+type Waiter interface {
+	Name() string
+	// Prepare runs once per netdev_run_todo, after RTNL is released and
+	// before any device is waited for.
+	Prepare(r *Registry, t *sim.Task, list []*Device)
+	// WaitAny blocks until one of devs is ready and returns it.
+	WaitAny(r *Registry, t *sim.Task, devs []*Device) *Device
+}
+
+// NameAlloc selects how %d names are allocated.
+type NameAlloc int
+
+// Name allocators.
+const (
+	// NameBitmap keeps a two-level bitmap per template: O(1) amortised.
+	NameBitmap NameAlloc = iota
+	// NameScan is the kernel's __dev_alloc_name: scan every device's name
+	// into a 32768-bit bitmap, per allocation (O(n)), ENFILE when full.
+	NameScan
+)
+
+// Notifier is a subsystem on the netdevice notifier chain.
+type Notifier interface {
+	Register(r *Registry, t *sim.Task, d *Device)
+	Unregister(r *Registry, t *sim.Task, d *Device)
+}
+
+// Stats are the registry's counters.
+type Stats struct {
+	Registered     int64
+	Unregistered   int64
+	Freed          int64
+	Batches        int64
+	SyncNet        int64
+	Barriers       int64
+	WaitChecks     int64
+	WaitSleeps     int64
+	Rebroadcasts   int64
+	Warnings       int64
+	ReleaseChecks  int64
+	ReleaseWakeups int64
+}
+
+// Registry is one emulated network namespace.
+type Registry struct {
+	e      *sim.Engine
+	rcu    *rcu.RCU
+	prof   Profile
+	costs  *costs.Table
+	waiter Waiter
+
+	table     *devtable.Table[*Device]
+	ifindexes *idalloc.Bitmap
+	// nextIfindex is the cyclic cursor of dev_new_index.
+	nextIfindex int
+	nameAlloc   NameAlloc
+	names       map[ndst.Template]*idalloc.Bitmap
+
+	rtnl      sim.Mutex
+	todo      []*Device
+	notifiers []Notifier
+
+	// release is woken when a waited-for device reaches its ready
+	// refcount, if CheckOnRelease is set (the "wake" strategy).
+	release        sim.WaitQueue
+	CheckOnRelease bool
+	// MaxWait bounds how long one device may wait for its references
+	// before the run is stopped as a leak.
+	MaxWait sim.Time
+	// OnFree, if set, sees every device as it is freed.
+	OnFree func(*Device)
+
+	stats Stats
+}
+
+// Options configure a registry.
+type Options struct {
+	Profile   Profile
+	Costs     *costs.Table
+	Waiter    Waiter
+	NameAlloc NameAlloc
+	// NextIfindex restores the ifindex cursor (0: start at 1).
+	NextIfindex int
+}
+
+// New creates an empty namespace (no loopback: a fresh "add 1000" yields
+// ifindex 1..1000) with the IPv4 and IPv6 notifiers registered.
+func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
+	if o.Costs == nil {
+		o.Costs = costs.Default()
+	}
+	reg := &Registry{
+		e: e, rcu: r, prof: o.Profile, costs: o.Costs, waiter: o.Waiter,
+		table:       devtable.New[*Device](Buckets),
+		ifindexes:   idalloc.NewBitmap(1, MaxIfindex),
+		nextIfindex: o.NextIfindex,
+		nameAlloc:   o.NameAlloc,
+		names:       map[ndst.Template]*idalloc.Bitmap{},
+		MaxWait:     300 * sim.Second,
+	}
+	reg.notifiers = []Notifier{inetNotifier{HolderIPv4}, inetNotifier{HolderIPv6}}
+	return reg
+}
+
+// Engine returns the simulation engine.
+func (r *Registry) Engine() *sim.Engine { return r.e }
+
+// RCU returns the RCU model.
+func (r *Registry) RCU() *rcu.RCU { return r.rcu }
+
+// Profile returns the kernel profile.
+func (r *Registry) Profile() Profile { return r.prof }
+
+// Cost returns the cost of op.
+func (r *Registry) Cost(op costs.Op) sim.Time { return sim.Time(r.costs.Lookup(op)) }
+
+// Stats returns the counters.
+func (r *Registry) Stats() Stats { return r.stats }
+
+// Len returns the number of listed devices.
+func (r *Registry) Len() int { return r.table.Len() }
+
+// NextIfindex returns the ifindex allocator's cursor (to persist it).
+func (r *Registry) NextIfindex() int { return r.nextIfindex }
+
+// ByIndex looks a listed device up by ifindex.
+func (r *Registry) ByIndex(ifindex int) (*Device, bool) { return r.table.ByIndex(ifindex) }
+
+// ByName looks a listed device up by name.
+func (r *Registry) ByName(name string) (*Device, bool) { return r.table.ByName(name) }
+
+// Range visits listed devices in ascending ifindex order.
+func (r *Registry) Range(visit func(d *Device) bool) {
+	r.table.Range(func(_ int, _ string, d *Device) bool { return visit(d) })
+}
+
+// Table exposes the device table (for listing with cursors).
+func (r *Registry) Table() *devtable.Table[*Device] { return r.table }
+
+// ---- allocation ----
+
+// ErrNameSpace is returned when a template has no free number left.
+var ErrNameSpace = errors.New("no free name number (ENFILE)")
+
+func (r *Registry) allocIfindex() (int, error) {
+	start := r.nextIfindex + 1
+	if start < 1 || start > MaxIfindex {
+		start = 1
+	}
+	n, err := r.ifindexes.AllocFrom(start)
+	if err != nil {
+		return 0, fmt.Errorf("ifindex space exhausted: %w", err)
+	}
+	r.nextIfindex = n
+	return n, nil
+}
+
+func (r *Registry) nameBitmap(t ndst.Template) *idalloc.Bitmap {
+	b, ok := r.names[t]
+	if ok {
+		return b
+	}
+	b = idalloc.NewBitmap(0, t.MaxNumber())
+	r.table.Range(func(_ int, name string, _ *Device) bool {
+		if n := t.Number(name); n >= 0 && n <= t.MaxNumber() {
+			_ = b.Reserve(n)
+		}
+		return true
+	})
+	r.names[t] = b
+	return b
+}
+
+func (r *Registry) allocName(t ndst.Template) (string, error) {
+	if r.nameAlloc == NameScan {
+		return r.scanName(t)
+	}
+	n, err := r.nameBitmap(t).Alloc()
+	if err != nil {
+		return "", fmt.Errorf("template %s: %w", t, ErrNameSpace)
+	}
+	return t.Name(n), nil
+}
+
+// scanName is __dev_alloc_name: mark every number in use by scanning all
+// names, then take the first free one below KernelNameSlots.
+func (r *Registry) scanName(t ndst.Template) (string, error) {
+	limit := min(KernelNameSlots, t.MaxNumber()+1)
+	used := make([]bool, limit)
+	r.table.Range(func(_ int, name string, _ *Device) bool {
+		if n := t.Number(name); n >= 0 && n < limit {
+			used[n] = true
+		}
+		return true
+	})
+	for n, u := range used {
+		if !u {
+			return t.Name(n), nil
+		}
+	}
+	return "", fmt.Errorf("template %s: all %d slots used: %w", t, limit, ErrNameSpace)
+}
+
+func (r *Registry) releaseName(name string) {
+	for t, b := range r.names {
+		if n := t.Number(name); n >= 0 && b.InUse(n) {
+			_ = b.Free(n)
+		}
+	}
+}
+
+// ---- registration ----
+
+// Restore lists a device that already exists (loaded from a state file)
+// without running the registration path: no time passes. Its references are
+// those of a registered device.
+func (r *Registry) Restore(name string, ifindex int) error {
+	if err := r.ifindexes.Reserve(ifindex); err != nil {
+		return fmt.Errorf("restore %s: ifindex %d: %w", name, ifindex, err)
+	}
+	d := &Device{Name: name, Ifindex: ifindex, State: Registered}
+	if err := r.table.Insert(name, ifindex, d); err != nil {
+		_ = r.ifindexes.Free(ifindex)
+		return fmt.Errorf("restore %s: %w", name, err)
+	}
+	for t, b := range r.names {
+		if n := t.Number(name); n >= 0 {
+			_ = b.Reserve(n)
+		}
+	}
+	r.holdRegistered(d)
+	return nil
+}
+
+func (r *Registry) holdRegistered(d *Device) {
+	d.hold(HolderRegistration)
+	if r.prof.ReadyRefcount > 0 {
+		d.hold(HolderSelf)
+	}
+	d.hold(HolderIPv4)
+	d.hold(HolderIPv6)
+}
+
+// Register is register_netdevice for one device named from t; the caller
+// holds RTNL.
+func (r *Registry) Register(t *sim.Task, tmpl ndst.Template) (*Device, error) {
+	name, err := r.allocName(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	ifindex, err := r.allocIfindex()
+	if err != nil {
+		r.releaseName(name)
+		return nil, err
+	}
+	d := &Device{Name: name, Ifindex: ifindex, State: Registered}
+	if err := r.table.Insert(name, ifindex, d); err != nil {
+		r.releaseName(name)
+		_ = r.ifindexes.Free(ifindex)
+		return nil, err
+	}
+	t.Charge(r.Cost(costs.Register))
+	d.hold(HolderRegistration)
+	if r.prof.ReadyRefcount > 0 {
+		d.hold(HolderSelf)
+	}
+	for _, n := range r.notifiers {
+		n.Register(r, t, d)
+	}
+	r.stats.Registered++
+	return d, nil
+}
+
+// RTNLLock takes RTNL.
+func (r *Registry) RTNLLock(t *sim.Task) { r.rtnl.Lock(t) }
+
+// RTNLUnlock releases RTNL and runs the todo list (rtnl_unlock ->
+// netdev_run_todo).
+func (r *Registry) RTNLUnlock(t *sim.Task) {
+	r.rtnl.Unlock(t)
+	r.runTodo(t)
+}
+
+// ---- unregistration ----
+
+func (r *Registry) synchronizeNet(t *sim.Task) {
+	r.stats.SyncNet++
+	if r.prof.SyncNetExpedited && r.rtnl.Held() {
+		r.rcu.SynchronizeExpedited(t)
+		return
+	}
+	r.rcu.Synchronize(t)
+}
+
+// UnregisterMany is unregister_netdevice_many for devs (one device when the
+// profile does not batch); the caller holds RTNL. The devices end on the todo
+// list, freed when RTNL is released.
+func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
+	half := r.Cost(costs.Unregister) / 2
+	r.stats.Batches++
+	// dev_close, unlisting, UNREGISTERING, dev_shutdown.
+	for _, d := range devs {
+		d.UnregisterStart = t.Now()
+		t.Charge(half)
+		d.State = Unregistering
+		r.table.Remove(d.Ifindex)
+		_ = r.ifindexes.Free(d.Ifindex)
+		r.releaseName(d.Name)
+	}
+	if r.prof.Batched {
+		t.Charge(r.Cost(costs.UnregisterBatch))
+	}
+	if r.prof.SyncNetPerUnregister >= 1 {
+		r.synchronizeNet(t)
+	}
+	// NETDEV_UNREGISTER notifiers, uninit, kobject and sysfs removal.
+	for _, d := range devs {
+		for _, n := range r.notifiers {
+			n.Unregister(r, t, d)
+		}
+		t.Charge(r.Cost(costs.Unregister) - half)
+	}
+	switch {
+	case r.prof.BarrierBeforePut:
+		r.stats.Barriers++
+		r.rcu.Barrier(t)
+	case r.prof.SyncNetPerUnregister >= 2:
+		r.synchronizeNet(t)
+	}
+	for _, d := range devs {
+		d.State = Unregistered
+		r.put(d, HolderRegistration)
+		r.todo = append(r.todo, d)
+		r.stats.Unregistered++
+	}
+}
+
+// runTodo is netdev_run_todo: wait for every device on the list and free it.
+func (r *Registry) runTodo(t *sim.Task) {
+	list := r.todo
+	r.todo = nil
+	if len(list) == 0 {
+		return
+	}
+	if r.prof.BarrierInRunTodo {
+		r.stats.Barriers++
+		r.rcu.Barrier(t)
+	}
+	r.waiter.Prepare(r, t, list)
+	for len(list) > 0 {
+		cands := list
+		if !r.prof.FreeInReadyOrder {
+			cands = list[:1]
+		}
+		d := r.waiter.WaitAny(r, t, cands)
+		if d == nil { // the run was stopped while waiting
+			return
+		}
+		r.free(t, d)
+		for i, x := range list {
+			if x == d {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+func (r *Registry) free(t *sim.Task, d *Device) {
+	if d.State == Freed {
+		panic("netdev: device " + d.Name + " freed twice")
+	}
+	if !r.Ready(d) {
+		panic(fmt.Sprintf("netdev: freeing %s with refcount %d (held by %s)", d.Name, d.total, d.Holders()))
+	}
+	t.Charge(r.Cost(costs.Free))
+	if d.refs[HolderSelf] > 0 {
+		d.put(HolderSelf)
+	}
+	d.State = Freed
+	r.stats.Freed++
+	if r.OnFree != nil {
+		r.OnFree(d)
+	}
+}
+
+// put drops a reference; with CheckOnRelease it also checks whether a
+// waiter can proceed, which costs a check on every release.
+func (r *Registry) put(d *Device, h Holder) {
+	d.put(h)
+	if r.CheckOnRelease && d.State == Unregistered {
+		r.stats.ReleaseChecks++
+		r.e.CPU(0).Steal(r.Cost(costs.RefcntCheck))
+		if r.Ready(d) {
+			r.stats.ReleaseWakeups++
+			r.release.WakeAll()
+		}
+	}
+}
+
+// ---- services for wait strategies ----
+
+// Ready reports whether d may be freed.
+func (r *Registry) Ready(d *Device) bool { return int(d.total) <= r.prof.ReadyRefcount }
+
+// FirstReady checks devs in order and returns the first ready one, or nil;
+// every device checked costs one refcount read.
+func (r *Registry) FirstReady(t *sim.Task, devs []*Device) *Device {
+	r.stats.WaitChecks++
+	for _, d := range devs {
+		t.Charge(r.Cost(costs.RefcntCheck))
+		if r.Ready(d) {
+			return d
+		}
+	}
+	return nil
+}
+
+// WaitReleaseTimeout sleeps until a release makes one of devs ready or n
+// jiffies pass (requires CheckOnRelease).
+func (r *Registry) WaitReleaseTimeout(t *sim.Task, devs []*Device, n int64) {
+	r.release.WaitTimeout(t, func() bool {
+		for _, d := range devs {
+			if r.Ready(d) {
+				return true
+			}
+		}
+		return false
+	}, n)
+}
+
+// NoteSleep counts one sleep of a wait loop.
+func (r *Registry) NoteSleep() { r.stats.WaitSleeps++ }
+
+// Rebroadcast resends NETDEV_UNREGISTER for devs under RTNL, as the wait
+// loop does every second, so that subsystems that missed it drop their
+// references (__rtnl_unlock: the todo list is not run from here).
+func (r *Registry) Rebroadcast(t *sim.Task, devs []*Device) {
+	r.stats.Rebroadcasts++
+	r.rtnl.Lock(t)
+	for _, d := range devs {
+		for _, n := range r.notifiers {
+			n.Unregister(r, t, d)
+		}
+		t.Charge(r.Cost(costs.Rebroadcast))
+	}
+	r.rtnl.Unlock(t)
+}
+
+// WarnWaiting prints the kernel's warning for a device still referenced.
+func (r *Registry) WarnWaiting(d *Device) {
+	r.stats.Warnings++
+	r.e.Printk("unregister_netdevice: waiting for %s to become free. Usage count = %d (held by: %s)",
+		d.Name, d.total, d.Holders())
+}
+
+// LeakError stops a run whose device never lost its references.
+type LeakError struct {
+	Device  string
+	Waited  sim.Time
+	Holders string
+}
+
+func (e *LeakError) Error() string {
+	return fmt.Sprintf("%s still referenced after %v of waiting (held by: %s)", e.Device, e.Waited, e.Holders)
+}
+
+// CheckLeak stops the run if d has waited longer than MaxWait.
+func (r *Registry) CheckLeak(d *Device, since sim.Time) bool {
+	if w := r.e.Now() - since; w > r.MaxWait {
+		r.e.Stop(&LeakError{Device: d.Name, Waited: w, Holders: d.Holders()})
+		return true
+	}
+	return false
+}
+
+// ---- subsystems ----
+
+// inetNotifier is the per-device IPv4 (in_device) or IPv6 (inet6_dev)
+// state: created at NETDEV_REGISTER holding a device reference, destroyed at
+// NETDEV_UNREGISTER, its memory and reference released through call_rcu.
+type inetNotifier struct{ h Holder }
+
+func (n inetNotifier) Register(_ *Registry, _ *sim.Task, d *Device) { d.hold(n.h) }
+
+// Unregister destroys the state on the first NETDEV_UNREGISTER (while the
+// device is Unregistering); a rebroadcast finds it already destroyed.
+func (n inetNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
+	if d.refs[n.h] == 0 || d.State != Unregistering {
+		return
+	}
+	h := n.h
+	r.rcu.CallRCU(t, func() { r.put(d, h) })
+}
