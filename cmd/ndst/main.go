@@ -9,7 +9,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/spf13/cobra"
@@ -27,12 +30,12 @@ const (
 var subcommands []func(*globalOptions) *cobra.Command
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run executes the CLI with args and returns the exit code.
-func run(args []string) int {
-	g := &globalOptions{stdout: os.Stdout, stderr: os.Stderr}
+func run(args []string, stdout, stderr io.Writer) int {
+	g := &globalOptions{stdout: stdout, stderr: stderr}
 	root := newRootCmd(g)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -85,6 +88,9 @@ Reproduce the 2009 experiment (1 CPU, no preemption, HZ=1000, msleep(250)):
 	root.SetOut(g.stdout)
 	root.SetErr(g.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if m := negativeRE.FindStringSubmatch(err.Error()); m != nil {
+			return ndst.Usagef("numbers must not be negative (got -%s...): counts and ifindexes start at 1", m[1])
+		}
 		return ndst.Usagef("%v", err)
 	})
 	g.register(root)
@@ -94,13 +100,12 @@ Reproduce the 2009 experiment (1 CPU, no preemption, HZ=1000, msleep(250)):
 	return root
 }
 
-// isCobraUsage recognises cobra's own argument errors (unknown command,
-// wrong number of arguments).
+// negativeRE recognises a negative number that the flag parser took for a
+// shorthand flag (as in "ndst add -5").
+var negativeRE = regexp.MustCompile(`unknown shorthand flag: '([0-9])'`)
+
+// isCobraUsage recognises cobra's own command-line errors, which it returns
+// as plain errors (an unknown subcommand).
 func isCobraUsage(err error) bool {
-	var u *usageArgsError
-	return errors.As(err, &u)
+	return strings.HasPrefix(err.Error(), "unknown command ")
 }
-
-type usageArgsError struct{ msg string }
-
-func (e *usageArgsError) Error() string { return e.msg }

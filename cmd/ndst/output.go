@@ -168,3 +168,10 @@ func optStr(p *string) string {
 	}
 	return *p
 }
+
+func writeJSONIndent(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
