@@ -1,0 +1,189 @@
+package nlbackend
+
+import (
+	"bufio"
+	"compress/gzip"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// HostFacts is what can be read about the running kernel without measuring.
+// Zero values mean "not readable".
+type HostFacts struct {
+	Kernel   string `json:"kernel,omitempty"`
+	HZ       int    `json:"hz,omitempty"`
+	HZSource string `json:"hz_source,omitempty"`
+	CPUs     int    `json:"cpus"`
+	// Preempt is the kernel's word for the preemption model in force:
+	// none, voluntary, full, lazy or rt.
+	Preempt       string `json:"preempt,omitempty"`
+	PreemptSource string `json:"preempt_source,omitempty"`
+}
+
+// Host probing reads these files; tests point them elsewhere.
+var (
+	procConfigGz  = "/proc/config.gz"
+	bootConfigDir = "/boot"
+	osReleaseFile = "/proc/sys/kernel/osrelease"
+	versionFile   = "/proc/sys/kernel/version"
+	cmdlineFile   = "/proc/cmdline"
+	cpuOnlineFile = "/sys/devices/system/cpu/online"
+	debugPreempt  = "/sys/kernel/debug/sched/preempt"
+)
+
+// ProbeHost reads HZ (from /proc/config.gz or /boot/config-RELEASE), the
+// number of online CPUs and the preemption model (from debugfs when mounted,
+// else from preempt= on the command line of a PREEMPT_DYNAMIC kernel, else
+// from the configuration).
+func ProbeHost() HostFacts {
+	var h HostFacts
+	if b, err := os.ReadFile(osReleaseFile); err == nil {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	cfg, cfgSource := readKernelConfig(h.Kernel)
+	if v, err := strconv.Atoi(cfg["CONFIG_HZ"]); err == nil && v > 0 {
+		h.HZ, h.HZSource = v, cfgSource
+	}
+	h.CPUs = runtime.NumCPU()
+	if b, err := os.ReadFile(cpuOnlineFile); err == nil {
+		if n := countCPUList(strings.TrimSpace(string(b))); n > 0 {
+			h.CPUs = n
+		}
+	}
+	h.Preempt, h.PreemptSource = probePreempt(cfg, cfgSource)
+	return h
+}
+
+func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
+	if b, err := os.ReadFile(debugPreempt); err == nil {
+		if m := parseDebugPreempt(string(b)); m != "" {
+			return m, debugPreempt
+		}
+	}
+	if cfg["CONFIG_PREEMPT_DYNAMIC"] == "y" {
+		if b, err := os.ReadFile(cmdlineFile); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if v, ok := strings.CutPrefix(f, "preempt="); ok {
+					switch v {
+					case "none", "voluntary", "full", "lazy":
+						return v, "preempt= on the kernel command line"
+					}
+				}
+			}
+		}
+	}
+	if m := configPreempt(cfg); m != "" {
+		src := cfgSource
+		if cfg["CONFIG_PREEMPT_DYNAMIC"] == "y" {
+			src += " (boot default of a PREEMPT_DYNAMIC kernel; debugfs not readable)"
+		}
+		return m, src
+	}
+	if b, err := os.ReadFile(versionFile); err == nil {
+		v := string(b)
+		switch {
+		case strings.Contains(v, "PREEMPT_RT"):
+			return "rt", versionFile
+		case strings.Contains(v, "PREEMPT_DYNAMIC"):
+			return "", ""
+		case strings.Contains(v, "PREEMPT"):
+			return "full", versionFile
+		}
+	}
+	return "", ""
+}
+
+// parseDebugPreempt reads /sys/kernel/debug/sched/preempt, which lists the
+// models with the one in force in parentheses: "none (voluntary) full".
+func parseDebugPreempt(s string) string {
+	for _, f := range strings.Fields(s) {
+		if len(f) > 2 && f[0] == '(' && f[len(f)-1] == ')' {
+			return f[1 : len(f)-1]
+		}
+	}
+	return ""
+}
+
+// configPreempt derives the preemption model a kernel boots with from its
+// configuration.
+func configPreempt(cfg map[string]string) string {
+	switch {
+	case cfg["CONFIG_PREEMPT_RT"] == "y":
+		return "rt"
+	case cfg["CONFIG_PREEMPT_LAZY"] == "y":
+		return "lazy"
+	case cfg["CONFIG_PREEMPT"] == "y":
+		return "full"
+	case cfg["CONFIG_PREEMPT_VOLUNTARY"] == "y":
+		return "voluntary"
+	case cfg["CONFIG_PREEMPT_NONE"] == "y":
+		return "none"
+	}
+	return ""
+}
+
+// readKernelConfig returns the kernel configuration as CONFIG_X -> value,
+// and the file it came from.
+func readKernelConfig(release string) (map[string]string, string) {
+	if f, err := os.Open(procConfigGz); err == nil {
+		defer f.Close()
+		if zr, err := gzip.NewReader(f); err == nil {
+			if cfg := parseConfig(zr); len(cfg) > 0 {
+				return cfg, procConfigGz
+			}
+		}
+	}
+	if release != "" {
+		p := bootConfigDir + "/config-" + release
+		if f, err := os.Open(p); err == nil {
+			defer f.Close()
+			if cfg := parseConfig(f); len(cfg) > 0 {
+				return cfg, p
+			}
+		}
+	}
+	return map[string]string{}, ""
+}
+
+// parseConfig reads "CONFIG_X=value" lines; comments are skipped.
+func parseConfig(r io.Reader) map[string]string {
+	cfg := map[string]string{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "CONFIG_") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if ok {
+			cfg[k] = strings.Trim(v, `"`)
+		}
+	}
+	return cfg
+}
+
+// countCPUList counts the CPUs of a list such as "0-3,5,7-8"; 0 if malformed.
+func countCPUList(s string) int {
+	if s == "" {
+		return 0
+	}
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
+}

@@ -1,0 +1,213 @@
+package nlbackend
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// netnsDir is where named namespaces live, as with `ip netns`.
+var netnsDir = "/run/netns"
+
+// Linux capability numbers (linux/capability.h).
+const (
+	capNetAdmin = 12
+	capSysAdmin = 21
+)
+
+// checkPrivileges fails with one line naming the missing capabilities and
+// the UID when the process cannot manage links and namespaces.
+func checkPrivileges() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("netlink backend: cannot read this process's capabilities: %v", err)
+	}
+	eff := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	return privilegeError(eff, os.Geteuid())
+}
+
+// privilegeError is checkPrivileges on given effective capabilities.
+func privilegeError(eff uint64, uid int) error {
+	var missing []string
+	if eff&(1<<capNetAdmin) == 0 {
+		missing = append(missing, "CAP_NET_ADMIN")
+	}
+	if eff&(1<<capSysAdmin) == 0 {
+		missing = append(missing, "CAP_SYS_ADMIN")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("netlink backend needs %s (to manage links and network namespaces); uid %d lacks it: run as root",
+		strings.Join(missing, " and "), uid)
+}
+
+// nsID identifies a namespace by its nsfs inode.
+type nsID struct{ dev, ino uint64 }
+
+func statID(path string) (nsID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nsID{}, err
+	}
+	return nsID{st.Dev, st.Ino}, nil
+}
+
+func fdID(fd int) (nsID, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nsID{}, err
+	}
+	return nsID{st.Dev, st.Ino}, nil
+}
+
+// rootNSID is the network namespace of PID 1, the host's root namespace.
+// When PID 1 cannot be inspected (a sandbox), it is the namespace this
+// process runs in, read from a thread that is not inside a temporary setns.
+func rootNSID() (nsID, error) {
+	id, err := statID("/proc/1/ns/net")
+	if err == nil {
+		return id, nil
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return statID("/proc/thread-self/ns/net")
+}
+
+// isNetnsFD reports whether fd refers to a namespace (nsfs), not a plain file.
+func isNetnsFD(fd int) bool {
+	var sfs unix.Statfs_t
+	return unix.Fstatfs(fd, &sfs) == nil && sfs.Type == unix.NSFS_MAGIC
+}
+
+// nsPath is the bind-mount path of a named namespace.
+func nsPath(name string) string { return filepath.Join(netnsDir, name) }
+
+// openNetns opens the named namespace, creating it when create is set and it
+// does not exist. created reports whether this call made it.
+func openNetns(name string, create bool) (h netns.NsHandle, created bool, err error) {
+	p := nsPath(name)
+	deadline := time.Now().Add(time.Second)
+	for {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		switch {
+		case err == nil:
+			if isNetnsFD(fd) {
+				return netns.NsHandle(fd), created, nil
+			}
+			unix.Close(fd)
+			// Another process may be between creating the file and
+			// mounting the namespace on it: wait a little.
+			if time.Now().After(deadline) {
+				return netns.None(), false, fmt.Errorf("%s exists but is not a network namespace (left over from an interrupted run?); remove it with `ip netns del %s` or ndst reset", p, name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		case errors.Is(err, unix.ENOENT) && create:
+			made, err := createNetns(name)
+			if err != nil {
+				return netns.None(), false, err
+			}
+			created = created || made
+		case errors.Is(err, unix.ENOENT):
+			return netns.None(), false, fmt.Errorf("network namespace %q does not exist", name)
+		default:
+			return netns.None(), false, fmt.Errorf("open network namespace %s: %w", p, err)
+		}
+	}
+}
+
+// createNetns does what `ip netns add` does: make /run/netns a shared mount
+// point, create the file, and bind-mount a new network namespace on it. It
+// reports false when another process created the file first.
+func createNetns(name string) (bool, error) {
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		return false, fmt.Errorf("create %s: %w", netnsDir, err)
+	}
+	// Mount propagation: the namespace mounts must be visible from other
+	// mount namespaces, so /run/netns is a shared mount (made one by
+	// bind-mounting it onto itself when it is not a mount point yet).
+	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		if !errors.Is(err, unix.EINVAL) {
+			return false, fmt.Errorf("make %s a shared mount: %w", netnsDir, err)
+		}
+		if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return false, fmt.Errorf("bind-mount %s: %w", netnsDir, err)
+		}
+		if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+			return false, fmt.Errorf("make %s a shared mount: %w", netnsDir, err)
+		}
+	}
+	p := nsPath(name)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o444)
+	if errors.Is(err, unix.EEXIST) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("create %s: %w", p, err)
+	}
+	unix.Close(fd)
+
+	// unshare(CLONE_NEWNET) moves the calling thread only. It runs on a
+	// locked thread that is never unlocked, so Go discards the thread when
+	// the goroutine ends and nothing else ever runs in the new namespace.
+	errc := make(chan error, 1)
+	go onThrowawayThread(errc, func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("create network namespace: %w", err)
+		}
+		if err := unix.Mount("/proc/thread-self/ns/net", p, "none", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind-mount the new namespace on %s: %w", p, err)
+		}
+		return nil
+	})
+	select {
+	case err = <-errc:
+	case <-time.After(10 * time.Second):
+		err = fmt.Errorf("creating network namespace %q took more than 10 s", name)
+	}
+	if err != nil {
+		_ = unix.Unmount(p, unix.MNT_DETACH)
+		_ = os.Remove(p)
+		return false, err
+	}
+	return true, nil
+}
+
+// onThrowawayThread runs fn on a locked OS thread that is not the process's
+// main thread and that Go terminates afterwards (it is never unlocked), and
+// sends fn's result on errc. The main thread is avoided because Go cannot
+// terminate it: it would stay in whatever namespace fn left it, and
+// /proc/self (the main thread) would show that namespace as the process's.
+func onThrowawayThread(errc chan<- error, fn func() error) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// Keep the main thread busy so the inner goroutine gets another.
+		inner := make(chan error, 1)
+		go onThrowawayThread(inner, fn)
+		errc <- <-inner
+		runtime.UnlockOSThread()
+		return
+	}
+	errc <- fn()
+}
+
+// removeNetns unmounts and removes the named namespace's file; a missing
+// file is not an error.
+func removeNetns(name string) error {
+	p := nsPath(name)
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount %s: %w", p, err)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
+	return nil
+}

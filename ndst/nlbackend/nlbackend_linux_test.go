@@ -1,0 +1,590 @@
+package nlbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+var tmplDummy, _ = ndst.ParseTemplate("dummy%d")
+
+// owned returns the names of ndst's devices in a listing, and the foreign ones.
+func names(devs []ndst.Device) (owned, foreign []string) {
+	for _, d := range devs {
+		if d.Foreign {
+			foreign = append(foreign, d.Name)
+		} else {
+			owned = append(owned, d.Name)
+		}
+	}
+	return owned, foreign
+}
+
+func mustList(t *testing.T, b *Backend) []ndst.Device {
+	t.Helper()
+	devs, err := b.List(context.Background(), ndst.ListRequest{})
+	if err != nil {
+		t.Fatalf("List() = %v, want nil error", err)
+	}
+	return devs
+}
+
+func mustAdd(t *testing.T, b *Backend, req ndst.AddRequest) *ndst.Result {
+	t.Helper()
+	if req.Template == (ndst.Template{}) {
+		req.Template = tmplDummy
+	}
+	r, err := b.Add(context.Background(), req)
+	if err != nil || r.Count != req.Count || r.Result != ndst.ResultOK {
+		t.Fatalf("Add(%+v) = %+v, %v; want %d created", req, r, err, req.Count)
+	}
+	return r
+}
+
+// ownedRange returns the lowest and highest ifindex of ndst's devices.
+func ownedRange(devs []ndst.Device) (lo, hi int) {
+	for _, d := range devs {
+		if d.Foreign {
+			continue
+		}
+		if lo == 0 || d.Ifindex < lo {
+			lo = d.Ifindex
+		}
+		hi = max(hi, d.Ifindex)
+	}
+	return lo, hi
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, kind := range []string{"ifb", "veth"} {
+		t.Run(kind, func(t *testing.T) {
+			b := openFresh(t, Options{Kind: kind, KindExplicit: true})
+			ctx := context.Background()
+			r := mustAdd(t, b, ndst.AddRequest{Count: 6})
+			if r.Kind != kind || r.Op != "add" || r.Backend != "netlink" || r.VirtualNS != nil || r.WallNS <= 0 || r.Latency == nil {
+				t.Errorf("Add(6) = %+v, want op add, backend netlink, kind %s, no virtual time, wall time and latency", r, kind)
+			}
+			devs := mustList(t, b)
+			owned, foreign := names(devs)
+			want := []string{"dummy0", "dummy1", "dummy2", "dummy3", "dummy4", "dummy5"}
+			slices.Sort(owned)
+			if !slices.Equal(owned, want) || !slices.Equal(foreign, []string{"lo"}) {
+				t.Fatalf("List() owned %v foreign %v, want %v and [lo]", owned, foreign, want)
+			}
+			for _, d := range devs {
+				if !d.Foreign && (d.Kind != kind || d.State != "down") {
+					t.Errorf("List() device %+v, want kind %s, state down", d, kind)
+				}
+				if d.Name == "lo" && d.Kind != "loopback" {
+					t.Errorf("List() lo = %+v, want kind loopback", d)
+				}
+			}
+			if !slices.IsSortedFunc(devs, func(a, b ndst.Device) int { return a.Ifindex - b.Ifindex }) {
+				t.Errorf("List() not ordered by ifindex: %+v", devs)
+			}
+
+			// Delete the lower half, then the rest (lo is in the range).
+			lo, hi := ownedRange(devs)
+			mid := lo + 2
+			r, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: mid})
+			wantDel := 3 // ifb: lo..mid; veth: pairs are whole, the range splits none or one
+			if kind == "veth" {
+				wantDel = 4 // lo..lo+2 touches two pairs
+			}
+			if err != nil || r.Count != wantDel || r.Skipped != 1 || !r.Batched || r.Latency != nil {
+				t.Fatalf("Del(1, %d) = %+v, %v; want %d deleted, 1 skipped (lo), batched", mid, r, err, wantDel)
+			}
+			if got := len(mustList(t, b)); got != 1+6-wantDel {
+				t.Errorf("List() after Del(1, %d) has %d devices, want %d", mid, got, 1+6-wantDel)
+			}
+			r, err = b.Del(ctx, ndst.DelRequest{Start: 1, Stop: hi})
+			if err != nil || r.Count != 6-wantDel {
+				t.Fatalf("Del(1, %d) = %+v, %v; want %d deleted", hi, r, err, 6-wantDel)
+			}
+			owned, foreign = names(mustList(t, b))
+			if len(owned) != 0 || !slices.Equal(foreign, []string{"lo"}) {
+				t.Errorf("List() after deleting all = %v + %v, want only lo", owned, foreign)
+			}
+			// Nothing left: ErrNoDevices, and lo is still skipped.
+			r, err = b.Del(ctx, ndst.DelRequest{Start: 1, Stop: hi})
+			if !errors.Is(err, ndst.ErrNoDevices) || r == nil || r.Result != ndst.ResultError || r.Skipped != 1 {
+				t.Errorf("Del(1, %d) on an empty namespace = %+v, %v; want ErrNoDevices with lo skipped", hi, r, err)
+			}
+		})
+	}
+}
+
+func TestVethOddCount(t *testing.T) {
+	b := openFresh(t, Options{Kind: "veth", KindExplicit: true})
+	r, err := b.Add(context.Background(), ndst.AddRequest{Count: 3, Template: tmplDummy})
+	if !ndst.IsUsage(err) || r != nil {
+		t.Errorf("Add(3, veth) = %+v, %v; want a usage error", r, err)
+	}
+	if owned, _ := names(mustList(t, b)); len(owned) != 0 {
+		t.Errorf("Add(3, veth) created %v, want nothing", owned)
+	}
+}
+
+// kernelHasDummy probes a throwaway namespace.
+func kernelHasDummy(t *testing.T) bool {
+	t.Helper()
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	err := b.h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}})
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Fatalf("LinkAdd(dummy) = %v, want nil or EOPNOTSUPP", err)
+	}
+	return false
+}
+
+func TestDummyFallback(t *testing.T) {
+	skipUnlessRoot(t)
+	hasDummy := kernelHasDummy(t)
+	t.Logf("kernel has dummy: %v", hasDummy)
+
+	// Not explicit: dummy, or ifb with one notice.
+	var notices []string
+	var mu sync.Mutex
+	b := openFresh(t, Options{Notef: func(f string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		notices = append(notices, fmt.Sprintf(f, a...))
+	}})
+	r := mustAdd(t, b, ndst.AddRequest{Count: 3})
+	wantKind := "ifb"
+	if hasDummy {
+		wantKind = "dummy"
+	}
+	if r.Kind != wantKind {
+		t.Errorf("Add(3) kind = %q, want %q", r.Kind, wantKind)
+	}
+	if !hasDummy && (len(notices) != 1 || !strings.Contains(notices[0], "no dummy") || !slices.Contains(r.Notes, notices[0])) {
+		t.Errorf("Add(3) notices = %q, notes %q; want one notice about the dummy fallback, also in Notes", notices, r.Notes)
+	}
+	for _, d := range mustList(t, b) {
+		if !d.Foreign && d.Kind != wantKind {
+			t.Errorf("List() = %+v, want kind %s", d, wantKind)
+		}
+	}
+	// A second add remembers the fallback without a second notice.
+	mustAdd(t, b, ndst.AddRequest{Count: 2})
+	if !hasDummy && len(notices) != 1 {
+		t.Errorf("second Add notices = %q, want still one", notices)
+	}
+
+	// Explicit dummy: fail when the kernel lacks it, creating nothing.
+	e := openFresh(t, Options{Kind: "dummy", KindExplicit: true})
+	r, err := e.Add(context.Background(), ndst.AddRequest{Count: 3, Template: tmplDummy})
+	if hasDummy {
+		if err != nil || r.Count != 3 {
+			t.Errorf("Add(3, --kind dummy) = %+v, %v; want 3 created", r, err)
+		}
+		return
+	}
+	if err == nil || ndst.IsUsage(err) || r == nil || r.Count != 0 || r.Result != ndst.ResultError || !strings.Contains(err.Error(), "no dummy") {
+		t.Errorf("Add(3, --kind dummy) = %+v, %v; want a failure saying the kernel has no dummy, 0 created", r, err)
+	}
+	if owned, _ := names(mustList(t, e)); len(owned) != 0 {
+		t.Errorf("Add(3, --kind dummy) left %v, want nothing", owned)
+	}
+}
+
+func TestForeignDevicesSkipped(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	// A device someone else made in ndst's namespace, between ndst's.
+	mustAdd(t, b, ndst.AddRequest{Count: 2})
+	if err := b.h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
+		t.Fatalf("LinkAdd(other0) = %v", err)
+	}
+	mustAdd(t, b, ndst.AddRequest{Count: 2})
+	devs := mustList(t, b)
+	owned, foreign := names(devs)
+	slices.Sort(foreign)
+	if len(owned) != 4 || !slices.Equal(foreign, []string{"lo", "other0"}) {
+		t.Fatalf("List() = %v + foreign %v, want 4 owned and foreign [lo other0]", owned, foreign)
+	}
+	r, err := b.Del(context.Background(), ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+	if err != nil || r.Count != 4 || r.Skipped != 2 {
+		t.Fatalf("Del(1, max) = %+v, %v; want 4 deleted, 2 skipped", r, err)
+	}
+	owned, foreign = names(mustList(t, b))
+	slices.Sort(foreign)
+	if len(owned) != 0 || !slices.Equal(foreign, []string{"lo", "other0"}) {
+		t.Errorf("List() after Del = %v + foreign %v, want only lo and other0", owned, foreign)
+	}
+	// A range with only foreign devices: ErrNoDevices, nothing deleted.
+	r, err = b.Del(context.Background(), ndst.DelRequest{Start: 1, Stop: 1})
+	if !errors.Is(err, ndst.ErrNoDevices) || r.Skipped != 1 {
+		t.Errorf("Del(1, 1) = %+v, %v; want ErrNoDevices, lo skipped", r, err)
+	}
+}
+
+func TestBatchedVsOneByOne(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	ctx := context.Background()
+	const n = 12
+	mustAdd(t, b, ndst.AddRequest{Count: n})
+	one, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1, OneByOne: true})
+	if err != nil || one.Count != n || one.Batched || one.Latency == nil || one.Counters["batches"] != n {
+		t.Fatalf("Del(one by one) = %+v, %v; want %d deleted in %d batches with latency", one, err, n, n)
+	}
+	mustAdd(t, b, ndst.AddRequest{Count: n})
+	bat, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+	if err != nil || bat.Count != n || !bat.Batched || bat.Counters["batches"] != 1 || bat.Counters["netlink_requests"] != 1 {
+		t.Fatalf("Del(batched) = %+v, %v; want %d deleted by one request", bat, err, n)
+	}
+	t.Logf("%d devices: one by one %v (median %v each), batched %v",
+		n, time.Duration(one.WallNS), time.Duration(one.Latency.MedianNS), time.Duration(bat.WallNS))
+	// Not a speed assertion (those are in BenchmarkRatios): only that both
+	// measured something and that one-by-one per-device times add up.
+	if one.Latency.MinNS <= 0 || one.Latency.MaxNS > one.WallNS {
+		t.Errorf("Del(one by one) latency %+v with wall %d: want 0 < min, max <= wall", one.Latency, one.WallNS)
+	}
+}
+
+func TestPartialRangeMovesToPrivateGroup(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	mustAdd(t, b, ndst.AddRequest{Count: 10})
+	lo, hi := ownedRange(mustList(t, b))
+	r, err := b.Del(context.Background(), ndst.DelRequest{Start: lo + 3, Stop: lo + 6})
+	if err != nil || r.Count != 4 || r.Counters["moved"] != 4 || r.Counters["netlink_requests"] != 5 {
+		t.Fatalf("Del(%d, %d) = %+v, %v; want 4 moved and deleted with 5 requests", lo+3, lo+6, r, err)
+	}
+	devs := mustList(t, b)
+	var left []int
+	for _, d := range devs {
+		if !d.Foreign {
+			left = append(left, d.Ifindex)
+		}
+	}
+	want := []int{lo, lo + 1, lo + 2, lo + 7, lo + 8, hi}
+	if !slices.Equal(left, want) {
+		t.Errorf("List() after Del(%d, %d) = %v, want %v", lo+3, lo+6, left, want)
+	}
+	// The rest, now a whole group, goes in one request.
+	r, err = b.Del(context.Background(), ndst.DelRequest{Start: lo, Stop: hi})
+	if err != nil || r.Count != 6 || r.Counters["netlink_requests"] != 1 {
+		t.Errorf("Del(%d, %d) = %+v, %v; want 6 deleted by one request", lo, hi, r, err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	skipUnlessRoot(t)
+	before, _ := os.ReadDir(netnsDir)
+	ctx := context.Background()
+	for _, name := range []string{"../x", "a/b", "..", ".", "x y", strings.Repeat("n", 65)} {
+		if b, err := Open(ctx, Options{Netns: name}); !ndst.IsUsage(err) {
+			if b != nil {
+				b.Close()
+			}
+			t.Errorf("Open(Netns %q) = %v, want a usage error", name, err)
+		}
+		if err := Reset(ctx, Options{Netns: name}); !ndst.IsUsage(err) {
+			t.Errorf("Reset(Netns %q) = %v, want a usage error", name, err)
+		}
+	}
+	if _, err := Open(ctx, Options{Kind: "bridge"}); !ndst.IsUsage(err) {
+		t.Errorf("Open(Kind bridge) = %v, want a usage error", err)
+	}
+	after, _ := os.ReadDir(netnsDir)
+	if len(after) != len(before) {
+		t.Errorf("bad names changed %s: %d entries before, %d after", netnsDir, len(before), len(after))
+	}
+
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	for _, req := range []ndst.DelRequest{{Start: 0, Stop: 5}, {Start: 5, Stop: 4}} {
+		if r, err := b.Del(ctx, req); !ndst.IsUsage(err) || r != nil {
+			t.Errorf("Del(%+v) = %+v, %v; want a usage error", req, r, err)
+		}
+	}
+	for _, n := range []int{0, -1, ndst.MaxCount + 1} {
+		if r, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmplDummy}); !ndst.IsUsage(err) || r != nil {
+			t.Errorf("Add(%d) = %+v, %v; want a usage error", n, r, err)
+		}
+	}
+	small, _ := ndst.ParseTemplate("abcdefghijklmn%d")
+	if r, err := b.Add(ctx, ndst.AddRequest{Count: 11, Template: small}); !ndst.IsUsage(err) || r != nil {
+		t.Errorf("Add(11, abcdefghijklmn%%d) = %+v, %v; want a usage error (only 10 names fit)", r, err)
+	}
+	if owned, _ := names(mustList(t, b)); len(owned) != 0 {
+		t.Errorf("bad requests created %v, want nothing", owned)
+	}
+}
+
+// TestRootNamespaceRefused names the test's own (host) namespace and
+// checks that Open and Reset refuse it. Nothing in it is touched.
+func TestRootNamespaceRefused(t *testing.T) {
+	skipUnlessRoot(t)
+	name := fmt.Sprintf("ndst-test-root-%d", os.Getpid())
+	p := nsPath(name)
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeNetns(name) })
+	if err := unix.Mount("/proc/self/ns/net", p, "none", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind-mount own namespace: %v", err)
+	}
+	if b, err := Open(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "root namespace") {
+		if b != nil {
+			b.Close()
+		}
+		t.Errorf("Open(%s = host namespace) = %v, want a refusal naming the root namespace", name, err)
+	}
+	if err := Reset(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "root namespace") {
+		t.Errorf("Reset(%s = host namespace) = %v, want a refusal", name, err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Errorf("refused Reset removed %s: %v", p, err)
+	}
+}
+
+func TestNameTakenMidRun(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	// Between choosing names and creating them, someone takes dummy1.
+	testHook = func(event string, n int) {
+		if event == "add-names" {
+			if err := b.h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "dummy1"}}); err != nil {
+				t.Errorf("LinkAdd(dummy1) = %v", err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHook = nil })
+	r, err := b.Add(context.Background(), ndst.AddRequest{Count: 3, Template: tmplDummy})
+	testHook = nil
+	if !errors.Is(err, unix.EEXIST) || r == nil || r.Count != 2 || r.Result != ndst.ResultError ||
+		!strings.Contains(err.Error(), "dummy1") || !strings.Contains(err.Error(), "created 2 of 3") {
+		t.Fatalf("Add(3) with dummy1 taken = %+v, %v; want EEXIST naming dummy1, 2 of 3 created", r, err)
+	}
+	// A rerun succeeds and skips the taken name.
+	mustAdd(t, b, ndst.AddRequest{Count: 1})
+	owned, _ := names(mustList(t, b))
+	slices.Sort(owned)
+	if !slices.Equal(owned, []string{"dummy0", "dummy2", "dummy3"}) {
+		t.Errorf("owned after rerun = %v, want [dummy0 dummy2 dummy3]", owned)
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	t.Cleanup(func() { testHook = nil })
+
+	// Cancelled after the first window of creates.
+	ctx, cancel := context.WithCancel(context.Background())
+	testHook = func(event string, n int) {
+		if event == "add-window" {
+			cancel()
+		}
+	}
+	r, err := b.Add(ctx, ndst.AddRequest{Count: window + 10, Template: tmplDummy})
+	testHook = nil
+	if !errors.Is(err, context.Canceled) || r == nil || r.Count != window || !strings.Contains(err.Error(), fmt.Sprintf("created %d of %d", window, window+10)) {
+		t.Fatalf("Add(%d) cancelled after one window = %+v, %v; want Canceled, %d created", window+10, r, err, window)
+	}
+	if owned, _ := names(mustList(t, b)); len(owned) != window {
+		t.Fatalf("after cancelled Add: %d owned devices, want %d", len(owned), window)
+	}
+	mustAdd(t, b, ndst.AddRequest{Count: 10}) // a rerun succeeds
+
+	// One-by-one delete cancelled after 3 devices.
+	ctx, cancel = context.WithCancel(context.Background())
+	testHook = func(event string, n int) {
+		if event == "del-one" && n == 3 {
+			cancel()
+		}
+	}
+	r, err = b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1, OneByOne: true})
+	testHook = nil
+	if !errors.Is(err, context.Canceled) || r == nil || r.Count != 3 {
+		t.Fatalf("Del(one by one) cancelled after 3 = %+v, %v; want Canceled, 3 deleted", r, err)
+	}
+	// A batched delete whose move is cancelled deletes nothing; rerun works.
+	lo, _ := ownedRange(mustList(t, b))
+	ctx, cancel = context.WithCancel(context.Background())
+	testHook = func(event string, n int) {
+		if event == "move-window" {
+			cancel()
+		}
+	}
+	r, err = b.Del(ctx, ndst.DelRequest{Start: lo + 1, Stop: 1<<31 - 1})
+	testHook = nil
+	cancel()
+	if !errors.Is(err, context.Canceled) || r == nil || r.Count != 0 {
+		t.Fatalf("Del(batched) cancelled while moving = %+v, %v; want Canceled, 0 deleted", r, err)
+	}
+	total := window + 10 - 3
+	if owned, _ := names(mustList(t, b)); len(owned) != total {
+		t.Fatalf("after cancelled Del: %d owned devices, want %d", len(owned), total)
+	}
+	r, err = b.Del(context.Background(), ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+	if err != nil || r.Count != total {
+		t.Fatalf("rerun Del = %+v, %v; want %d deleted", r, err, total)
+	}
+}
+
+func TestNamespaceVanished(t *testing.T) {
+	name := freshNS(t)
+	b := openFresh(t, Options{Netns: name, Kind: "ifb", KindExplicit: true})
+	mustAdd(t, b, ndst.AddRequest{Count: 2})
+	// Someone runs `ip netns del` mid-add.
+	testHook = func(event string, n int) {
+		if event == "add-window" {
+			removeNetns(name)
+		}
+	}
+	t.Cleanup(func() { testHook = nil })
+	r, err := b.Add(context.Background(), ndst.AddRequest{Count: 5, Template: tmplDummy})
+	testHook = nil
+	if err == nil || !strings.Contains(err.Error(), "deleted or replaced") || r == nil || r.Count != 5 {
+		t.Fatalf("Add(5) with the namespace deleted meanwhile = %+v, %v; want an error saying so, with 5 created", r, err)
+	}
+	if _, err := b.List(context.Background(), ndst.ListRequest{}); err == nil {
+		t.Errorf("List() after the namespace vanished = nil error, want one")
+	}
+	b.Close()
+	// A rerun starts afresh in a new namespace of the same name.
+	b2 := openFresh(t, Options{Netns: name, Kind: "ifb", KindExplicit: true})
+	if !b2.Created() {
+		t.Errorf("Open after the namespace vanished: Created() = false, want true")
+	}
+	mustAdd(t, b2, ndst.AddRequest{Count: 2})
+}
+
+func TestReset(t *testing.T) {
+	name := freshNS(t)
+	b := openFresh(t, Options{Netns: name, Kind: "veth", KindExplicit: true})
+	mustAdd(t, b, ndst.AddRequest{Count: 4})
+	b.Close()
+	if err := Reset(context.Background(), Options{Netns: name}); err != nil {
+		t.Fatalf("Reset(%s) = %v, want nil", name, err)
+	}
+	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
+		t.Errorf("after Reset, stat %s = %v; want not exist", nsPath(name), err)
+	}
+	var notes []string
+	if err := Reset(context.Background(), Options{Netns: name, Notef: func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }}); err != nil || len(notes) != 1 {
+		t.Errorf("Reset(%s) of a missing namespace = %v, notes %q; want nil and one note", name, err, notes)
+	}
+	// A stale plain file (a creation interrupted before its mount).
+	if err := os.WriteFile(nsPath(name), nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Open(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "not a network namespace") {
+		if b != nil {
+			b.Close()
+		}
+		t.Errorf("Open over a stale file = %v, want an error saying it is not a namespace", err)
+	}
+	if err := Reset(context.Background(), Options{Netns: name}); err != nil {
+		t.Errorf("Reset over a stale file = %v, want nil", err)
+	}
+	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
+		t.Errorf("after Reset of a stale file, stat = %v; want not exist", err)
+	}
+}
+
+// TestListUnderChurn lists while another socket adds and deletes devices:
+// every listing must hold all the devices that exist throughout.
+func TestListUnderChurn(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	mustAdd(t, b, ndst.AddRequest{Count: 300})
+	stable, _ := names(mustList(t, b))
+	h, err := netlink.NewHandleAt(b.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: fmt.Sprintf("churn%d", i%4)}}
+			if h.LinkAdd(l) == nil {
+				h.LinkDel(l)
+			}
+		}
+	}()
+	for i := range 30 {
+		devs, err := b.List(context.Background(), ndst.ListRequest{})
+		if err != nil {
+			if errors.Is(err, errDumpKeptChanging) {
+				continue // bounded retries ran out: an error, never a partial list
+			}
+			t.Fatalf("List() #%d = %v", i, err)
+		}
+		owned, _ := names(devs)
+		if !slices.Equal(owned, stable) {
+			t.Fatalf("List() #%d under churn has %d owned devices, want the %d stable ones", i, len(owned), len(stable))
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TestNotRoot runs Open as an unprivileged user in a child process.
+func TestNotRoot(t *testing.T) {
+	if os.Getenv("NDST_NLBACKEND_CHILD") == "1" {
+		name := os.Getenv("NDST_NLBACKEND_NS")
+		_, err := Open(context.Background(), Options{Netns: name})
+		fmt.Printf("OPEN-ERROR: %v\n", err)
+		return
+	}
+	skipUnlessRoot(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "ndst-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "nlbackend.test")
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("ndst-test-nonroot-%d", os.Getpid())
+	cmd := exec.Command(bin, "-test.run=^TestNotRoot$")
+	cmd.Env = append(os.Environ(), "NDST_NLBACKEND_CHILD=1", "NDST_NLBACKEND_NS="+name)
+	cmd.SysProcAttr = &syscallCred
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	s := string(out)
+	if !strings.Contains(s, "OPEN-ERROR: netlink backend needs CAP_NET_ADMIN and CAP_SYS_ADMIN") || !strings.Contains(s, "uid 65534") {
+		t.Errorf("Open as uid 65534 printed %q, want one line naming CAP_NET_ADMIN, CAP_SYS_ADMIN and uid 65534", s)
+	}
+	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
+		t.Errorf("unprivileged Open created %s (stat %v)", nsPath(name), err)
+		removeNetns(name)
+	}
+}

@@ -1,0 +1,55 @@
+//go:build !linux
+
+package nlbackend
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ndst-project/ndst/ndst"
+)
+
+// ErrNotLinux is returned on systems other than Linux.
+var ErrNotLinux = errors.New("netlink backend needs Linux (rtnetlink and network namespaces)")
+
+// Backend is the netlink backend; on this system it cannot be opened.
+type Backend struct{}
+
+// Open fails: the netlink backend needs Linux.
+func Open(ctx context.Context, o Options) (*Backend, error) {
+	if _, err := o.normalize(); err != nil {
+		return nil, err
+	}
+	return nil, ErrNotLinux
+}
+
+// Reset fails: the netlink backend needs Linux.
+func Reset(ctx context.Context, o Options) error {
+	if _, err := o.normalize(); err != nil {
+		return err
+	}
+	return ErrNotLinux
+}
+
+// Name implements ndst.Backend.
+func (b *Backend) Name() string { return "netlink" }
+
+// Add implements ndst.Backend.
+func (b *Backend) Add(context.Context, ndst.AddRequest) (*ndst.Result, error) {
+	return nil, ErrNotLinux
+}
+
+// Del implements ndst.Backend.
+func (b *Backend) Del(context.Context, ndst.DelRequest) (*ndst.Result, error) {
+	return nil, ErrNotLinux
+}
+
+// List implements ndst.Backend.
+func (b *Backend) List(context.Context, ndst.ListRequest) ([]ndst.Device, error) {
+	return nil, ErrNotLinux
+}
+
+// Close implements ndst.Backend.
+func (b *Backend) Close() error { return nil }
+
+var _ ndst.Backend = (*Backend)(nil)

@@ -1,0 +1,440 @@
+package nlbackend
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Raw rtnetlink: the requests that go faster than one-at-a-time library
+// calls (pipelined creates and group moves, the group delete) and a lean
+// link dump that reads only the attributes ndst needs.
+
+const (
+	rtextFilterSkipStats = 1 << 3 // RTEXT_FILTER_SKIP_STATS
+	vethInfoPeer         = 1      // VETH_INFO_PEER
+	sizeofIfInfomsg      = 16
+	nlaTypeMask          = ^uint16(unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER)
+	// recvBufSize is the user buffer for one datagram; dumps are packed by
+	// the kernel into datagrams of at most this size (it sizes them from
+	// the reader's previous buffer, never above 64 KiB-ish plus headroom).
+	recvBufSize = 1 << 20
+)
+
+var native = binary.NativeEndian
+
+// msg builds one netlink message (or several, back to back) in place.
+type msg struct{ b []byte }
+
+func align4(n int) int { return (n + 3) &^ 3 }
+
+// begin starts a message and returns its offset.
+func (m *msg) begin(typ, flags uint16, seq uint32) int {
+	off := len(m.b)
+	m.b = append(m.b, make([]byte, unix.SizeofNlMsghdr)...)
+	native.PutUint16(m.b[off+4:], typ)
+	native.PutUint16(m.b[off+6:], flags)
+	native.PutUint32(m.b[off+8:], seq)
+	return off
+}
+
+// end fixes the length of the message started at off.
+func (m *msg) end(off int) { native.PutUint32(m.b[off:], uint32(len(m.b)-off)) }
+
+// ifinfo appends a struct ifinfomsg for ifindex index.
+func (m *msg) ifinfo(index int32) {
+	off := len(m.b)
+	m.b = append(m.b, make([]byte, sizeofIfInfomsg)...)
+	m.b[off] = unix.AF_UNSPEC
+	native.PutUint32(m.b[off+4:], uint32(index))
+}
+
+// attr appends one attribute, padded to 4 bytes.
+func (m *msg) attr(typ uint16, data []byte) {
+	off := len(m.b)
+	l := unix.SizeofRtAttr + len(data)
+	m.b = append(m.b, make([]byte, align4(l))...)
+	native.PutUint16(m.b[off:], uint16(l))
+	native.PutUint16(m.b[off+2:], typ)
+	copy(m.b[off+unix.SizeofRtAttr:], data)
+}
+
+func (m *msg) u32(typ uint16, v uint32) {
+	var b [4]byte
+	native.PutUint32(b[:], v)
+	m.attr(typ, b[:])
+}
+
+func (m *msg) str(typ uint16, s string) { m.attr(typ, append([]byte(s), 0)) }
+
+// nest starts a nested attribute; close it with unnest.
+func (m *msg) nest(typ uint16) int {
+	off := len(m.b)
+	m.attr(typ, nil)
+	return off
+}
+
+func (m *msg) unnest(off int) {
+	native.PutUint16(m.b[off:], uint16(len(m.b)-off))
+	native.PutUint16(m.b[off+2:], native.Uint16(m.b[off+2:])|unix.NLA_F_NESTED)
+}
+
+// conn is one rtnetlink socket inside the namespace.
+type conn struct {
+	s   *nl.NetlinkSocket
+	fd  int
+	seq uint32
+	buf []byte
+}
+
+// dialAt opens an rtnetlink socket in ns without moving the process.
+func dialAt(ns netns.NsHandle) (*conn, error) {
+	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{s: s, fd: s.GetFd(), seq: uint32(time.Now().UnixNano())}
+	// Short acknowledgements (no echo of the request) with error strings;
+	// a big receive buffer so that a window of acknowledgements fits.
+	_ = unix.SetsockoptInt(c.fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
+	_ = unix.SetsockoptInt(c.fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
+	if unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) != nil {
+		_ = unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
+	}
+	return c, nil
+}
+
+func (c *conn) close() {
+	if c != nil && c.s != nil {
+		c.s.Close()
+	}
+}
+
+func (c *conn) nextSeq() uint32 { c.seq++; return c.seq }
+
+// send writes one datagram (one or more messages). rtnetlink handles the
+// requests synchronously inside this call: when it returns, the kernel's
+// answers are queued on the socket.
+func (c *conn) send(b []byte) error {
+	for {
+		err := unix.Sendto(c.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+		if err == unix.EINTR {
+			continue
+		}
+		return err
+	}
+}
+
+var errTimeout = errors.New("the kernel did not answer in time")
+
+// recv reads and parses one datagram, waiting at most until deadline.
+func (c *conn) recv(deadline time.Time) ([]syscall.NetlinkMessage, error) {
+	b, err := c.recvRaw(deadline)
+	if err != nil {
+		return nil, err
+	}
+	return syscall.ParseNetlinkMessage(slices.Clone(b))
+}
+
+// ackError decodes an NLMSG_ERROR message: nil for an acknowledgement,
+// else the errno, with the kernel's extended message when there is one.
+func ackError(m syscall.NetlinkMessage) error {
+	if len(m.Data) < 4 {
+		return fmt.Errorf("short netlink error message")
+	}
+	errno := -int32(native.Uint32(m.Data[:4]))
+	if errno == 0 {
+		return nil
+	}
+	err := error(syscall.Errno(errno))
+	if m.Header.Flags&unix.NLM_F_ACK_TLVS != 0 && len(m.Data) >= 4+unix.SizeofNlMsghdr {
+		// With NETLINK_CAP_ACK the request is echoed by its header only.
+		hl := int(native.Uint32(m.Data[4:]))
+		off := 4 + unix.SizeofNlMsghdr
+		if m.Header.Flags&unix.NLM_F_CAPPED == 0 {
+			off = 4 + align4(hl)
+		}
+		if off <= len(m.Data) {
+			if attrs, perr := nl.ParseRouteAttr(m.Data[off:]); perr == nil {
+				for _, a := range attrs {
+					if a.Attr.Type == unix.NLMSGERR_ATTR_MSG {
+						err = &kernelError{errno: syscall.Errno(errno), msg: unix.ByteSliceToString(a.Value)}
+					}
+				}
+			}
+		}
+	}
+	return err
+}
+
+// kernelError is an errno with the kernel's extended-ack message.
+type kernelError struct {
+	errno syscall.Errno
+	msg   string
+}
+
+func (e *kernelError) Error() string { return e.errno.Error() + ": " + e.msg }
+func (e *kernelError) Unwrap() error { return e.errno }
+
+// acks collects acknowledgements for the sequence numbers in want (seq ->
+// index), calling done(index, err) for each, until all have arrived or the
+// deadline passes.
+func (c *conn) acks(want map[uint32]int, deadline time.Time, done func(i int, err error)) error {
+	for len(want) > 0 {
+		msgs, err := c.recv(deadline)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if m.Header.Type != unix.NLMSG_ERROR {
+				continue
+			}
+			i, ok := want[m.Header.Seq]
+			if !ok {
+				continue
+			}
+			delete(want, m.Header.Seq)
+			done(i, ackError(m))
+		}
+	}
+	return nil
+}
+
+// request sends one message and waits for its acknowledgement.
+func (c *conn) request(m *msg, seq uint32, timeout time.Duration) error {
+	if err := c.send(m.b); err != nil {
+		return err
+	}
+	var result error
+	err := c.acks(map[uint32]int{seq: 0}, time.Now().Add(timeout), func(_ int, e error) { result = e })
+	if err != nil {
+		return err
+	}
+	return result
+}
+
+// link is one device as the lean dump sees it.
+type link struct {
+	Index    int
+	Name     string
+	AltNames []string // alternative names: they take names too
+	Kind     string
+	Group    uint32
+	Up       bool
+	Peer     int  // IFLA_LINK: for veth, the peer's ifindex
+	PeerHere bool // the peer is in this namespace (no IFLA_LINK_NETNSID)
+}
+
+// errDumpKeptChanging is returned when every retry of a dump was interrupted.
+var errDumpKeptChanging = errors.New("the device list kept changing while it was read (dump interrupted on every retry)")
+
+// dumpLinks lists the namespace's links, retrying interrupted dumps up to
+// tries times.
+func (c *conn) dumpLinks(tries int, timeout time.Duration) ([]link, error) {
+	for range tries {
+		links, intr, err := c.dumpOnce(timeout)
+		if err != nil {
+			return nil, err
+		}
+		if !intr {
+			return links, nil
+		}
+	}
+	return nil, errDumpKeptChanging
+}
+
+func (c *conn) dumpOnce(timeout time.Duration) ([]link, bool, error) {
+	var m msg
+	seq := c.nextSeq()
+	off := m.begin(unix.RTM_GETLINK, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, seq)
+	m.ifinfo(0)
+	m.u32(unix.IFLA_EXT_MASK, rtextFilterSkipStats)
+	m.end(off)
+	if err := c.send(m.b); err != nil {
+		return nil, false, err
+	}
+	deadline := time.Now().Add(timeout)
+	var links []link
+	intr := false
+	for {
+		// Parsed in place, without copies or per-attribute allocations:
+		// the dump is on the path of every add and del.
+		b, err := c.recvRaw(deadline)
+		if err != nil {
+			return nil, false, err
+		}
+		for len(b) >= unix.SizeofNlMsghdr {
+			l := int(native.Uint32(b))
+			if l < unix.SizeofNlMsghdr || l > len(b) {
+				return nil, false, fmt.Errorf("malformed netlink message (length %d of %d)", l, len(b))
+			}
+			typ, flags, mseq := native.Uint16(b[4:]), native.Uint16(b[6:]), native.Uint32(b[8:])
+			body := b[unix.SizeofNlMsghdr:l]
+			b = b[min(align4(l), len(b)):]
+			if mseq != seq {
+				continue
+			}
+			if flags&unix.NLM_F_DUMP_INTR != 0 {
+				intr = true
+			}
+			switch typ {
+			case unix.NLMSG_DONE:
+				return links, intr, nil
+			case unix.NLMSG_ERROR:
+				nm := syscall.NetlinkMessage{Header: syscall.NlMsghdr{Flags: flags, Seq: mseq}, Data: body}
+				if err := ackError(nm); err != nil {
+					return nil, false, err
+				}
+				return links, intr, nil
+			case unix.RTM_NEWLINK:
+				l, err := parseLink(body)
+				if err != nil {
+					return nil, false, err
+				}
+				links = append(links, l)
+			}
+		}
+	}
+}
+
+// recvRaw reads one datagram into the connection's buffer (valid until the
+// next read), waiting at most until deadline.
+func (c *conn) recvRaw(deadline time.Time) ([]byte, error) {
+	if c.buf == nil {
+		c.buf = make([]byte, recvBufSize)
+	}
+	for {
+		n, _, flags, _, err := unix.Recvmsg(c.fd, c.buf, nil, unix.MSG_DONTWAIT)
+		switch {
+		case err == unix.EAGAIN:
+			wait := time.Until(deadline)
+			if wait <= 0 {
+				return nil, errTimeout
+			}
+			ms := int(min(max(wait/time.Millisecond, 1), 1000))
+			if _, perr := unix.Poll([]unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}}, ms); perr != nil && perr != unix.EINTR {
+				return nil, perr
+			}
+			continue
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if flags&unix.MSG_TRUNC != 0 {
+			return nil, fmt.Errorf("netlink answer larger than %d bytes", len(c.buf))
+		}
+		return c.buf[:n], nil
+	}
+}
+
+// attrs calls fn for each attribute in b (type without flag bits).
+func attrs(b []byte, fn func(typ uint16, val []byte)) error {
+	for len(b) >= unix.SizeofRtAttr {
+		l := int(native.Uint16(b))
+		if l < unix.SizeofRtAttr || l > len(b) {
+			return fmt.Errorf("malformed netlink attribute (length %d of %d)", l, len(b))
+		}
+		fn(native.Uint16(b[2:])&nlaTypeMask, b[unix.SizeofRtAttr:l])
+		b = b[min(align4(l), len(b)):]
+	}
+	return nil
+}
+
+// parseLink decodes the body of an RTM_NEWLINK message.
+func parseLink(body []byte) (link, error) {
+	if len(body) < sizeofIfInfomsg {
+		return link{}, fmt.Errorf("short RTM_NEWLINK message")
+	}
+	l := link{
+		Index:    int(int32(native.Uint32(body[4:]))),
+		Up:       native.Uint32(body[8:])&unix.IFF_UP != 0,
+		PeerHere: true,
+	}
+	if native.Uint16(body[2:]) == unix.ARPHRD_LOOPBACK {
+		l.Kind = "loopback"
+	}
+	var nested error
+	err := attrs(body[sizeofIfInfomsg:], func(typ uint16, v []byte) {
+		switch typ {
+		case unix.IFLA_IFNAME:
+			l.Name = unix.ByteSliceToString(v)
+		case unix.IFLA_GROUP:
+			if len(v) >= 4 {
+				l.Group = native.Uint32(v)
+			}
+		case unix.IFLA_LINK:
+			if len(v) >= 4 {
+				l.Peer = int(int32(native.Uint32(v)))
+			}
+		case unix.IFLA_LINK_NETNSID:
+			l.PeerHere = false
+		case unix.IFLA_PROP_LIST:
+			nested = attrs(v, func(t uint16, pv []byte) {
+				if t == unix.IFLA_ALT_IFNAME {
+					l.AltNames = append(l.AltNames, unix.ByteSliceToString(pv))
+				}
+			})
+		case unix.IFLA_LINKINFO:
+			if err := attrs(v, func(t uint16, iv []byte) {
+				if t == unix.IFLA_INFO_KIND {
+					l.Kind = unix.ByteSliceToString(iv)
+				}
+			}); err != nil {
+				nested = err
+			}
+		}
+	})
+	if err == nil {
+		err = nested
+	}
+	return l, err
+}
+
+// appendNewLink appends an RTM_NEWLINK that creates one link (for veth, a
+// pair named name/peer) in group.
+func appendNewLink(m *msg, seq uint32, kind, name, peer string, group uint32) {
+	off := m.begin(unix.RTM_NEWLINK, unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_EXCL, seq)
+	m.ifinfo(0)
+	m.str(unix.IFLA_IFNAME, name)
+	m.u32(unix.IFLA_GROUP, group)
+	li := m.nest(unix.IFLA_LINKINFO)
+	m.attr(unix.IFLA_INFO_KIND, []byte(kind))
+	if kind == "veth" {
+		data := m.nest(unix.IFLA_INFO_DATA)
+		p := m.nest(vethInfoPeer)
+		m.ifinfo(0)
+		m.str(unix.IFLA_IFNAME, peer)
+		m.u32(unix.IFLA_GROUP, group)
+		m.unnest(p)
+		m.unnest(data)
+	}
+	m.unnest(li)
+	m.end(off)
+}
+
+// appendSetGroup appends an RTM_SETLINK moving ifindex to group.
+func appendSetGroup(m *msg, seq uint32, ifindex int, group uint32) {
+	off := m.begin(unix.RTM_SETLINK, unix.NLM_F_REQUEST|unix.NLM_F_ACK, seq)
+	m.ifinfo(int32(ifindex))
+	m.u32(unix.IFLA_GROUP, group)
+	m.end(off)
+}
+
+// appendDelLink appends an RTM_DELLINK: of ifindex when it is > 0, else of
+// every device in group.
+func appendDelLink(m *msg, seq uint32, ifindex int, group uint32) {
+	off := m.begin(unix.RTM_DELLINK, unix.NLM_F_REQUEST|unix.NLM_F_ACK, seq)
+	m.ifinfo(int32(ifindex))
+	if ifindex <= 0 {
+		m.u32(unix.IFLA_GROUP, group)
+	}
+	m.end(off)
+}
