@@ -46,7 +46,7 @@ func TestSelectLinks(t *testing.T) {
 		{Index: 5, Name: "v1", Kind: "veth", Group: own, Peer: 6, PeerHere: true},
 		{Index: 6, Name: "v0", Kind: "veth", Group: own, Peer: 5, PeerHere: true},
 		{Index: 7, Name: "w0", Kind: "veth", Group: own, Peer: 8, PeerHere: true},
-		{Index: 8, Name: "w1", Kind: "veth", Peer: 7, PeerHere: true},           // foreign peer
+		{Index: 8, Name: "w1", Kind: "veth", Peer: 7, PeerHere: true},              // foreign peer
 		{Index: 9, Name: "z0", Kind: "veth", Group: own, Peer: 3, PeerHere: false}, // peer elsewhere
 	}
 	idx := func(ls []link) []int {
@@ -116,4 +116,3 @@ func TestMessageLayout(t *testing.T) {
 		t.Errorf("parseLink(new veth body) = %+v, %v; want name v0 kind veth group %#x", l, err, GroupOwned)
 	}
 }
-
