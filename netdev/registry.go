@@ -404,6 +404,10 @@ func (r *Registry) runTodo(t *sim.Task) {
 			return
 		}
 		r.free(t, d)
+		if list[0] == d { // the common case: O(1)
+			list = list[1:]
+			continue
+		}
 		for i, x := range list {
 			if x == d {
 				list = append(list[:i], list[i+1:]...)

@@ -25,6 +25,7 @@ type CPU struct {
 	irqBusyUntil Time
 
 	timers  *timerQueue
+	tickFn  func()
 	tickEv  *Event
 	tickAt  Time
 	softirq uint32
@@ -116,7 +117,7 @@ func (c *CPU) switchIn(t *Task) {
 	if t.remaining > 0 { // preempted in the middle of a charge
 		t.chargeEnd = start + t.remaining
 		t.remaining = 0
-		t.chargeEv = c.e.At(t.chargeEnd, func() { t.endCharge() })
+		t.chargeEv = c.e.At(t.chargeEnd, t.endFn)
 	} else {
 		c.e.At(start, t.dispatch)
 	}
@@ -196,7 +197,10 @@ func (c *CPU) ensureTick() {
 		return
 	}
 	c.tickAt = want
-	c.tickEv = c.e.At(want, c.tick)
+	if c.tickFn == nil {
+		c.tickFn = c.tick
+	}
+	c.tickEv = c.e.At(want, c.tickFn)
 }
 
 // KickTick re-evaluates the CPU's tick after a state change that a hook's
@@ -234,11 +238,12 @@ func (c *CPU) tick() {
 	c.ensureTick()
 }
 
-// checkLockup is the soft-lockup detector: a CPU that ran one task in kernel
-// mode, unpreemptible, without a context switch for the threshold.
+// checkLockup is the soft-lockup detector: a CPU that ran one task in
+// kernel mode without a context switch (not even to its watchdog thread)
+// for the threshold.
 func (c *CPU) checkLockup() {
 	t := c.curr
-	if t == nil || t.Preemptible() {
+	if t == nil || t.mode != ModeKernel || c.e.cfg.Watchdog < 0 {
 		return
 	}
 	if stuck := c.e.now - c.lastSwitch; stuck >= c.e.cfg.Watchdog {

@@ -99,7 +99,8 @@ type Config struct {
 	Preempt Preempt // preemption model
 	Seed    uint64  // seed of the run's only random source
 	// Watchdog is the soft-lockup threshold (the kernel's 2*watchdog_thresh,
-	// 20 s by default). Zero means 20 s.
+	// 20 s by default). Zero means 20 s; negative disables the detector
+	// (and its per-CPU thread).
 	Watchdog Time
 	// Jitter is the relative spread of charged costs: a charge of d costs a
 	// uniform amount in [d*(1-Jitter), d*(1+Jitter)]. Zero means exact.
@@ -118,8 +119,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("CPU count must be between 1 and 4096, got %d", c.CPUs)
 	case c.Preempt < PreemptNone || c.Preempt > PreemptFull:
 		return fmt.Errorf("unknown preemption model %d", c.Preempt)
-	case c.Watchdog < 0:
-		return fmt.Errorf("watchdog threshold must not be negative")
 	case c.Jitter < 0 || c.Jitter >= 1:
 		return fmt.Errorf("jitter must be in [0, 1), got %g", c.Jitter)
 	}
@@ -128,6 +127,10 @@ func (c Config) Validate() error {
 
 // DefaultWatchdog is the kernel's soft-lockup threshold: 2 * watchdog_thresh.
 const DefaultWatchdog = 20 * Second
+
+// watchdogPeriod is how often the per-CPU watchdog thread is woken
+// (watchdog_thresh * 2 / 5).
+const watchdogPeriod = 4 * Second
 
 // Engine runs one simulation.
 type Engine struct {
@@ -197,7 +200,22 @@ func New(cfg Config) (*Engine, error) {
 		c.timers = newTimerQueue()
 		e.cpus = append(e.cpus, c)
 	}
+	if cfg.Watchdog > 0 {
+		for i := range cfg.CPUs {
+			e.Go(fmt.Sprintf("watchdog/%d", i), i, true, watchdogThread)
+		}
+	}
 	return e, nil
+}
+
+// watchdogThread is the per-CPU soft-lockup watchdog thread. Woken every
+// watchdogPeriod, it gets the CPU only at a preemption point of whatever
+// runs there (at once under full preemption, at cond_resched() otherwise);
+// its context switch is what proves the CPU is not stuck.
+func watchdogThread(t *Task) {
+	for {
+		t.Nanosleep(watchdogPeriod)
+	}
 }
 
 // Config returns the machine description.
@@ -309,6 +327,17 @@ func (e *Engine) At(t Time, fn func()) *Event {
 	ev := &Event{at: t, seq: e.seq, fn: fn}
 	e.queue.add(ev)
 	return ev
+}
+
+// reschedule moves a pending event to time t, keeping its place among
+// events of equal time by taking a new sequence number.
+func (e *Engine) reschedule(ev *Event, t Time) {
+	if ev.cancelled || ev.index < 0 || ev.index >= len(e.queue) || e.queue[ev.index] != ev {
+		panic("sim: reschedule of an event that is not pending")
+	}
+	e.seq++
+	ev.at, ev.seq = t, e.seq
+	heap.Fix(&e.queue, ev.index)
 }
 
 // After schedules fn to run d from now.

@@ -81,8 +81,26 @@ func TestSpinningKernelTaskTripsTheWatchdog(t *testing.T) {
 	}
 }
 
+func TestCondReschedLetsTheWatchdogThreadRun(t *testing.T) {
+	// A long kernel loop with cond_resched() yields to the watchdog thread
+	// every 4 s, so no lockup is reported even under no preemption.
+	e := newTestEngine(t, Config{HZ: 250, CPUs: 1, Preempt: PreemptNone})
+	e.Go("loop", 0, false, func(tk *Task) {
+		for range 60 {
+			tk.Charge(Second)
+			tk.CondResched()
+		}
+	})
+	if err := e.Run(); err != nil {
+		t.Fatalf("Run() = %v, want the 60 s loop to finish", err)
+	}
+	if s := e.Stats(); s.ContextSwitches < 15 {
+		t.Errorf("context switches = %d, want one per watchdog period at least", s.ContextSwitches)
+	}
+}
+
 func TestCompletionAcrossCPUs(t *testing.T) {
-	e := newTestEngine(t, Config{HZ: 100, CPUs: 2, ContextSwitch: Microsecond})
+	e := newTestEngine(t, Config{HZ: 100, CPUs: 2, ContextSwitch: Microsecond, Watchdog: -1})
 	var c Completion
 	var got Time
 	e.Go("waiter", 0, false, func(tk *Task) {

@@ -47,6 +47,7 @@ type Task struct {
 	chargeEv  *Event
 	chargeEnd Time
 	remaining Time
+	endFn     func() // endCharge as a value, allocated once
 	// sleepGen counts the task's sleeps; a waker registered for one sleep
 	// cannot wake a later one.
 	sleepGen uint64
@@ -63,6 +64,7 @@ func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
 	e.nextTask++
 	t := &Task{e: e, cpu: e.cpus[cpu], Name: name, PID: 100 + e.nextTask, fn: fn,
 		daemon: daemon, mode: ModeKernel, resume: make(chan struct{}), state: taskBlocked}
+	t.endFn = t.endCharge
 	e.tasks = append(e.tasks, t)
 	if !daemon {
 		e.live++
@@ -182,7 +184,7 @@ func (t *Task) Charge(d Time) {
 		return
 	}
 	t.chargeEnd = end
-	t.chargeEv = t.e.At(end, func() { t.endCharge() })
+	t.chargeEv = t.e.At(end, t.endFn)
 	t.yield()
 }
 
@@ -197,9 +199,8 @@ func (t *Task) stretch(d Time) {
 	if t.chargeEv == nil {
 		return
 	}
-	t.chargeEv.Cancel()
 	t.chargeEnd += d
-	t.chargeEv = t.e.At(t.chargeEnd, func() { t.endCharge() })
+	t.e.reschedule(t.chargeEv, t.chargeEnd)
 }
 
 // Relax busy-waits in the current mode until the next event anywhere in the
@@ -214,7 +215,7 @@ func (t *Task) Relax(min Time) {
 	}
 	t.cpu.account(t.mode, d)
 	t.chargeEnd = t.e.now + d
-	t.chargeEv = t.e.At(t.chargeEnd, func() { t.endCharge() })
+	t.chargeEv = t.e.At(t.chargeEnd, t.endFn)
 	t.yield()
 }
 

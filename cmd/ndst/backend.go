@@ -19,6 +19,9 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.watchdog,
 		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
 	}
+	if g.watchdog == 0 {
+		c.Watchdog = -1 // --watchdog 0 turns the detector off
+	}
 	if g.costs != "" {
 		t, err := costs.Load(g.costs)
 		if err != nil {

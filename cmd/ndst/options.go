@@ -61,7 +61,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.nameAlloc, "name-alloc", "bitmap", "%d name allocator: bitmap, or scan (the kernel's O(n) __dev_alloc_name)")
 	f.StringVar(&g.costs, "costs", "", "per-operation CPU cost table (JSON, as written by 'ndst calibrate')")
 	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
-	f.DurationVar(&g.watchdog, "watchdog", 20*time.Second, "soft-lockup threshold in virtual time")
+	f.DurationVar(&g.watchdog, "watchdog", 20*time.Second, "soft-lockup threshold in virtual time (0: no detector)")
 
 	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's)")
 	f.StringVar(&g.kind, "kind", "dummy", "link kind of the netlink backend: dummy, ifb, veth")
@@ -77,6 +77,9 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	case "sim", "netlink":
 	default:
 		return ndst.Usagef("unknown backend %q (want sim or netlink)", g.backend)
+	}
+	if g.watchdog < 0 {
+		return ndst.Usagef("--watchdog must not be negative (0 turns the detector off)")
 	}
 	if g.waitLock < 0 {
 		return ndst.Usagef("--wait-lock must not be negative")
