@@ -233,3 +233,17 @@ func TestListShowsDevices(t *testing.T) {
 	}
 	golden(t, "list3.txt", out)
 }
+
+func TestResetRemovesACorruptState(t *testing.T) {
+	state := tempState(t)
+	if err := os.WriteFile(state, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, e, c := ndstRun(t, state, "reset"); c != 0 {
+		t.Fatalf("reset = exit %d: %s", c, e)
+	}
+	out, e, c := ndstRun(t, state, "--json", "add", "2")
+	if c != 0 || !strings.Contains(out, `"count":2`) {
+		t.Errorf("add after reset = exit %d, %q %q", c, out, e)
+	}
+}
