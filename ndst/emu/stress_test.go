@@ -1,0 +1,134 @@
+package emu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/waitrefs"
+)
+
+// stressRuns is how many random scenarios TestStress runs; the long version
+// is scripts/stress.sh (NDST_STRESS=2000).
+func stressRuns() int {
+	if n, err := strconv.Atoi(os.Getenv("NDST_STRESS")); err == nil && n > 0 {
+		return n
+	}
+	return 40
+}
+
+// TestStress runs random add/del/list sequences on random machines, profiles
+// and strategies. After every step the registry must match a trivially
+// correct model (which devices exist), every deleted device must have been
+// freed exactly once (a double free or a negative refcount panics inside the
+// model and fails the run), and a livelock must leave the registry as it was.
+// Each scenario then runs again from scratch and must give identical results.
+func TestStress(t *testing.T) {
+	for i := range stressRuns() {
+		seed := uint64(i) + 1
+		first := stressScenario(t, seed)
+		again := stressScenario(t, seed)
+		if first != again {
+			t.Fatalf("scenario %d is not repeatable:\n%s\n---\n%s", seed, first, again)
+		}
+	}
+}
+
+func stressScenario(t *testing.T, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 99))
+	profile := netdev.ProfileNames[rng.IntN(len(netdev.ProfileNames))]
+	cfg := Config{
+		Profile:   profile,
+		Strategy:  waitrefs.Names[rng.IntN(len(waitrefs.Names))],
+		HZ:        []int{100, 250, 300, 1000}[rng.IntN(4)],
+		CPUs:      1 + rng.IntN(4),
+		Preempt:   []string{"none", "voluntary", "full"}[rng.IntN(3)],
+		Seed:      seed,
+		Ephemeral: true,
+		Watchdog:  3e9, // 3 s of virtual time keeps livelocks cheap
+	}
+	b, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("scenario %d: Open(%+v) = %v", seed, cfg, err)
+	}
+	tmpl, _ := ndst.ParseTemplate("st%d")
+	model := map[int]bool{} // ifindexes that exist
+	var log []string
+	ctx := context.Background()
+	for step := range 6 {
+		var res *ndst.Result
+		switch op := rng.IntN(3); {
+		case op == 0 || len(model) == 0:
+			n := 1 + rng.IntN(40)
+			res, err = b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl})
+			if err != nil {
+				t.Fatalf("scenario %d step %d: Add(%d) = %v", seed, step, n, err)
+			}
+			devs, _ := b.List(ctx, ndst.ListRequest{})
+			for _, d := range devs {
+				model[d.Ifindex] = true
+			}
+			if len(model) != len(devs) || res.Count != n {
+				t.Fatalf("scenario %d step %d: after Add(%d) %d devices, model has %d", seed, step, n, len(devs), len(model))
+			}
+		case op == 1:
+			keys := slices.Sorted(func(yield func(int) bool) {
+				for k := range model {
+					if !yield(k) {
+						return
+					}
+				}
+			})
+			lo := keys[rng.IntN(len(keys))]
+			hi := lo + rng.IntN(30)
+			oneByOne := rng.IntN(2) == 0
+			before, _ := b.List(ctx, ndst.ListRequest{})
+			res, err = b.Del(ctx, ndst.DelRequest{Start: lo, Stop: hi, OneByOne: oneByOne})
+			after, _ := b.List(ctx, ndst.ListRequest{})
+			switch {
+			case errors.Is(err, ndst.ErrLivelock):
+				if !slices.Equal(before, after) {
+					t.Fatalf("scenario %d step %d: a livelocked Del changed the registry", seed, step)
+				}
+			case err != nil:
+				t.Fatalf("scenario %d step %d (%s): Del(%d, %d) = %v", seed, step, cfg.Strategy, lo, hi, err)
+			default:
+				want := 0
+				for k := range model {
+					if k >= lo && k <= hi {
+						delete(model, k)
+						want++
+					}
+				}
+				if res.Count != want || res.Counters["devices_freed"] != int64(want) || len(after) != len(model) {
+					t.Fatalf("scenario %d step %d: Del(%d, %d) freed %d (counter %d), want %d; %d devices left, model %d",
+						seed, step, lo, hi, res.Count, res.Counters["devices_freed"], want, len(after), len(model))
+				}
+			}
+		default:
+			devs, err := b.List(ctx, ndst.ListRequest{PageSize: 1 + rng.IntN(10)})
+			if err != nil || len(devs) != len(model) {
+				t.Fatalf("scenario %d step %d: List = %d devices, %v; model has %d", seed, step, len(devs), err, len(model))
+			}
+			for _, d := range devs {
+				if !model[d.Ifindex] || d.Refcount < 1 || d.State != "registered" {
+					t.Fatalf("scenario %d step %d: listed %+v", seed, step, d)
+				}
+			}
+			continue
+		}
+		res.WallNS = 0
+		j, _ := json.Marshal(res)
+		log = append(log, string(j))
+	}
+	return fmt.Sprint(cfg.Profile, cfg.Strategy, log)
+}
