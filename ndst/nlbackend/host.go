@@ -78,7 +78,7 @@ func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
 	if m := configPreempt(cfg); m != "" {
 		src := cfgSource
 		if cfg["CONFIG_PREEMPT_DYNAMIC"] == "y" {
-			src += " (boot default of a PREEMPT_DYNAMIC kernel; debugfs not readable)"
+			src += ", the boot default of a PREEMPT_DYNAMIC kernel; debugfs not readable"
 		}
 		return m, src
 	}

@@ -478,10 +478,10 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 			req.Start, req.Stop, ndst.ErrNoDevices, b.o.Netns, owned, skipped))
 	}
 	if extraPeers > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d veth peers outside the range were deleted with their pairs", extraPeers))
+		res.Notes = append(res.Notes, fmt.Sprintf("%s outside the range deleted with their pairs", plural(extraPeers, "veth peer")))
 	}
 	if skipped > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d devices in the range are not ndst's (such as lo) and were left alone", skipped))
+		res.Notes = append(res.Notes, fmt.Sprintf("%s in the range not created by ndst (such as lo) left alone", plural(skipped, "device")))
 	}
 	res.Kind = kindOf(sel)
 	if req.OneByOne {
@@ -500,6 +500,13 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	}
 	b.log.Debug("del", zap.Int("count", res.Count), zap.Bool("batched", res.Batched), zap.Duration("wall", time.Duration(res.WallNS)))
 	return res, nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // selectLinks returns the owned links with ifindex in [start, stop] plus the
@@ -717,6 +724,43 @@ func (b *Backend) delOneByOne(ctx context.Context, res *ndst.Result, links []lin
 		}
 	}
 	return nil
+}
+
+// RoundTrips times n netlink requests that the kernel rejects at once (an
+// RTM_GETLINK for an ifindex no device has). Each is timed like a create in
+// Add: the send alone, inside which rtnetlink handles the request, so the
+// figure is the cost of one user/kernel round trip carrying a request,
+// without the work the request would do.
+func (b *Backend) RoundTrips(n int) ([]time.Duration, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.ready(); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, 0, n)
+	var m msg
+	for range n {
+		m.b = m.b[:0]
+		seq := b.c.nextSeq()
+		off := m.begin(unix.RTM_GETLINK, unix.NLM_F_REQUEST|unix.NLM_F_ACK, seq)
+		m.ifinfo(1<<31 - 1)
+		m.end(off)
+		t0 := time.Now()
+		err := b.c.send(m.b)
+		d := time.Since(t0)
+		var answer error
+		if err == nil {
+			err = b.c.acks(map[uint32]int{seq: 0}, time.Now().Add(ackTimeout), func(_ int, e error) { answer = e })
+		}
+		if err == nil && answer != nil && !errors.Is(answer, unix.ENODEV) {
+			err = answer
+		}
+		if err != nil {
+			return out, fmt.Errorf("netlink round trip: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // List implements ndst.Backend: every device of the namespace, ordered by

@@ -5,6 +5,7 @@ package nlbackend
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ndst-project/ndst/ndst"
 )
@@ -53,3 +54,9 @@ func (b *Backend) List(context.Context, ndst.ListRequest) ([]ndst.Device, error)
 func (b *Backend) Close() error { return nil }
 
 var _ ndst.Backend = (*Backend)(nil)
+
+// RoundTrips fails: the netlink backend needs Linux.
+func (b *Backend) RoundTrips(n int) ([]time.Duration, error) { return nil, ErrNotLinux }
+
+// Host probes the host.
+func (b *Backend) Host() HostFacts { return ProbeHost() }

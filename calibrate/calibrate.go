@@ -1,0 +1,384 @@
+// Package calibrate measures the host so that the emulated kernel can be run
+// "as this host": `ndst calibrate [-o FILE]` writes a costs.Table that
+// `--costs FILE` loads.
+//
+// # What is measured
+//
+//   - Grace-period latency: membarrier(MEMBARRIER_CMD_GLOBAL) blocks for one
+//     synchronize_rcu() when more than one CPU is online, so timing it from
+//     user space measures the host's normal grace period. Calls are spaced
+//     by random pauses so that they start at every phase of the scheduler
+//     tick; the report gives the distribution and the median by start phase
+//     (the phase origin is where grace periods end, which on a ticking
+//     kernel is the tick).
+//   - HZ: from the kernel configuration (/proc/config.gz or
+//     /boot/config-RELEASE); also estimated from the grace-period end times,
+//     which cluster on jiffy boundaries: the lowest candidate HZ (100, 250,
+//     300, 1000) whose period concentrates the end phases.
+//   - CPUs (online) and the preemption model (debugfs, else preempt= on the
+//     command line of a PREEMPT_DYNAMIC kernel, else the configuration).
+//   - Through the netlink backend, in a throwaway namespace that is removed
+//     afterwards, from small runs only (at most 300 devices): the time of a
+//     netlink request the kernel rejects at once (a user/kernel round trip),
+//     the per-device create time, and batched deletes of two sizes (default
+//     100 and 300), whose difference gives the per-device CPU cost of a
+//     batched teardown (the slope) and whose intercept is the fixed cost of
+//     one batch. One-by-one deletes are never measured here: they are what
+//     the emulated kernel must predict.
+//
+// # How measurements map onto the cost table
+//
+//	syscall          = median time of the rejected request (send only; the
+//	                   kernel handles a netlink request inside the send)
+//	register         = median per-device create time - syscall
+//	unregister+free  = slope of the batched delete time over the device count;
+//	                   split in the built-in table's proportion (free is
+//	                   Default free/(unregister+free) of it), as user space
+//	                   cannot tell the two apart
+//	unregister_batch = intercept of that line - the median grace period (the
+//	                   batch's rcu_barrier waits about one normal grace
+//	                   period, which the emulated kernel models itself),
+//	                   floored at 0
+//
+// Every other operation keeps its built-in cost (costs.Lookup falls back to
+// the default). Host carries the kernel release, HZ, CPU count, preemption
+// model (lazy and rt are given as full, the closest emulated model) and the
+// grace-period distribution. The raw figures go to Extra.
+package calibrate
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+)
+
+// Options configures a calibration. Zero values take the defaults.
+type Options struct {
+	// Netns is the throwaway namespace; default "ndst-calibrate-PID". It
+	// must not exist yet and is removed at the end.
+	Netns string
+	// Kind, KindExplicit: the link kind, as for the netlink backend.
+	Kind         string
+	KindExplicit bool
+	// GPSamples is the number of membarrier calls; default 200.
+	GPSamples int
+	// Small and Large are the two batched-delete sizes; default 100 and
+	// 300 (Large at most MaxDevices). Create times come from the same runs.
+	Small, Large int
+	// Rounds repeats each size; default 5.
+	Rounds int
+	// RoundTrips is the number of rejected requests timed; default 500.
+	RoundTrips int
+	// Notef prints one-line notices (such as the dummy fallback).
+	Notef func(format string, args ...any)
+	// Progress, when set, is told what is being measured.
+	Progress func(what string)
+}
+
+// MaxDevices bounds the sizes of calibration runs.
+const MaxDevices = 300
+
+func (o Options) withDefaults() (Options, error) {
+	if o.GPSamples == 0 {
+		o.GPSamples = 200
+	}
+	if o.Small == 0 {
+		o.Small = 100
+	}
+	if o.Large == 0 {
+		o.Large = 300
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 5
+	}
+	if o.RoundTrips == 0 {
+		o.RoundTrips = 500
+	}
+	switch {
+	case o.GPSamples < 0 || o.Rounds < 0 || o.RoundTrips < 0:
+		return o, fmt.Errorf("calibrate: sample counts must be positive")
+	case o.Small < 1 || o.Large > MaxDevices || o.Small >= o.Large:
+		return o, fmt.Errorf("calibrate: batch sizes %d and %d: want 1 <= small < large <= %d", o.Small, o.Large, MaxDevices)
+	}
+	return o, nil
+}
+
+// Report is the outcome of a calibration.
+type Report struct {
+	Host nlbackend.HostFacts `json:"host"`
+	// HZ is the one used (configuration, else measured); HZMeasured is the
+	// estimate from grace-period end times (0 when unclear) and
+	// TickAlignment how strongly the ends cluster at that period (0..1).
+	HZ            int     `json:"hz"`
+	HZMeasured    int     `json:"hz_measured"`
+	TickAlignment float64 `json:"tick_alignment"`
+
+	GP *costs.Distribution `json:"gp_latency,omitempty"`
+	// GPTicks is the median grace period in ticks.
+	GPTicks float64 `json:"gp_ticks,omitempty"`
+	// GPByPhase is the median grace period by the phase of its start
+	// within the tick (quarters of the tick period).
+	GPByPhase []PhaseBucket `json:"gp_by_tick_phase,omitempty"`
+	// GPError says why grace periods could not be measured.
+	GPError string `json:"gp_error,omitempty"`
+
+	Kind        string       `json:"kind"`
+	RoundTripNS int64        `json:"round_trip_ns"`
+	CreateNS    int64        `json:"create_per_device_ns"`
+	Creates     int          `json:"creates"`
+	Batches     []BatchPoint `json:"batched_deletes"`
+	SlopeNS     int64        `json:"batch_delete_per_device_ns"`
+	InterceptNS int64        `json:"batch_delete_fixed_ns"`
+
+	Table *costs.Table `json:"table"`
+	// Path is where the table was written, if anywhere.
+	Path string `json:"path,omitempty"`
+}
+
+// PhaseBucket is the grace-period latency of calls that started in one
+// part of the tick.
+type PhaseBucket struct {
+	FromPct int   `json:"from_pct"`
+	ToPct   int   `json:"to_pct"`
+	N       int   `json:"n"`
+	P50NS   int64 `json:"p50_ns"`
+}
+
+// BatchPoint is one batched-delete size and its timings.
+type BatchPoint struct {
+	Devices int     `json:"devices"`
+	P50NS   int64   `json:"p50_ns"`
+	RunsNS  []int64 `json:"runs_ns"`
+}
+
+// distribution summarises samples (ns).
+func distribution(ns []int64) *costs.Distribution {
+	if len(ns) == 0 {
+		return nil
+	}
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	var sum float64
+	for _, v := range s {
+		sum += float64(v)
+	}
+	p99 := min((len(s)*99+99)/100, len(s)) - 1
+	return &costs.Distribution{N: len(s), MinNS: s[0], P50NS: s[len(s)/2], MeanNS: int64(sum / float64(len(s))),
+		P99NS: s[p99], MaxNS: s[len(s)-1]}
+}
+
+func median(ns []int64) int64 {
+	if len(ns) == 0 {
+		return 0
+	}
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// concentration returns how strongly the times cluster modulo period (the
+// mean resultant length of their phases, 0..1) and their mean phase in ns.
+func concentration(times []int64, period int64) (float64, int64) {
+	if len(times) == 0 || period <= 0 {
+		return 0, 0
+	}
+	var c, s float64
+	for _, t := range times {
+		a := 2 * math.Pi * float64(((t%period)+period)%period) / float64(period)
+		c += math.Cos(a)
+		s += math.Sin(a)
+	}
+	n := float64(len(times))
+	r := math.Hypot(c, s) / n
+	mean := math.Atan2(s, c)
+	if mean < 0 {
+		mean += 2 * math.Pi
+	}
+	return r, int64(mean / (2 * math.Pi) * float64(period))
+}
+
+// candidateHZ are the kernel's usual CONFIG_HZ values, lowest first.
+var candidateHZ = []int{100, 250, 300, 1000}
+
+// alignedThreshold is the concentration above which ends are taken to be
+// aligned on a period.
+const alignedThreshold = 0.5
+
+// measureHZ estimates HZ from grace-period end times: the lowest candidate
+// whose period concentrates the ends (a multiple of the true period does
+// not; its divisors do, hence the lowest). 0 when none does.
+func measureHZ(ends []int64) (int, float64) {
+	if len(ends) < 20 {
+		return 0, 0
+	}
+	for _, hz := range candidateHZ {
+		if r, _ := concentration(ends, int64(time.Second)/int64(hz)); r >= alignedThreshold {
+			return hz, r
+		}
+	}
+	return 0, 0
+}
+
+// phaseBuckets groups latencies by the phase of their start relative to
+// origin within period, in k equal parts.
+func phaseBuckets(starts, lats []int64, period, origin int64, k int) []PhaseBucket {
+	if period <= 0 || len(starts) == 0 {
+		return nil
+	}
+	parts := make([][]int64, k)
+	for i, s := range starts {
+		ph := (((s - origin) % period) + period) % period
+		j := int(ph * int64(k) / period)
+		parts[j] = append(parts[j], lats[i])
+	}
+	out := make([]PhaseBucket, k)
+	for j := range k {
+		out[j] = PhaseBucket{FromPct: 100 * j / k, ToPct: 100 * (j + 1) / k, N: len(parts[j]), P50NS: median(parts[j])}
+	}
+	return out
+}
+
+// simPreempt maps the kernel's preemption word onto the emulated models.
+func simPreempt(p string) string {
+	switch p {
+	case "none", "voluntary", "full":
+		return p
+	case "lazy", "rt":
+		return "full"
+	}
+	return ""
+}
+
+// buildTable maps the measurements onto the cost table (see the package doc).
+func (r *Report) buildTable(now time.Time) {
+	def := costs.Default()
+	reg := max(0, r.CreateNS-r.RoundTripNS)
+	du, df := def.Costs[costs.Unregister], def.Costs[costs.Free]
+	free := r.SlopeNS * df / (du + df)
+	unreg := r.SlopeNS - free
+	var gp int64
+	if r.GP != nil {
+		gp = r.GP.P50NS
+	}
+	batch := max(0, r.InterceptNS-gp)
+	t := &costs.Table{
+		Source: fmt.Sprintf("calibrate:%s:%s", r.Host.Kernel, now.UTC().Format("2006-01-02T15:04:05Z")),
+		Notes: "measured by ndst calibrate: syscall = rejected netlink request; register = create - syscall; " +
+			"unregister+free = slope of batched deletes (" + fmt.Sprint(r.Batches[0].Devices) + " and " +
+			fmt.Sprint(r.Batches[len(r.Batches)-1].Devices) + " devices), split as in the built-in table; " +
+			"unregister_batch = intercept - median grace period; other operations keep their built-in costs",
+		Costs: map[costs.Op]int64{
+			costs.Syscall:         r.RoundTripNS,
+			costs.Register:        reg,
+			costs.Unregister:      unreg,
+			costs.Free:            free,
+			costs.UnregisterBatch: batch,
+		},
+		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: simPreempt(r.Host.Preempt), GPLatency: r.GP},
+		Extra: map[string]int64{
+			"create_per_device_ns":       r.CreateNS,
+			"netlink_round_trip_ns":      r.RoundTripNS,
+			"batch_delete_per_device_ns": r.SlopeNS,
+			"batch_delete_fixed_ns":      r.InterceptNS,
+			"hz_measured":                int64(r.HZMeasured),
+			"tick_alignment_permille":    int64(math.Round(r.TickAlignment * 1000)),
+		},
+	}
+	for _, b := range r.Batches {
+		t.Extra[fmt.Sprintf("batch_delete_%d_ns", b.Devices)] = b.P50NS
+	}
+	r.Table = t
+}
+
+// WriteText prints the readable summary.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	h := r.Host
+	fmt.Fprintf(&b, "calibration: kernel %s, %d CPU(s), preempt %s", orUnknown(h.Kernel), h.CPUs, orUnknown(h.Preempt))
+	if h.PreemptSource != "" {
+		fmt.Fprintf(&b, " (from %s)", h.PreemptSource)
+	}
+	b.WriteString("\n")
+	switch {
+	case h.HZ > 0:
+		fmt.Fprintf(&b, "HZ:              %d (from %s)", h.HZ, h.HZSource)
+	case r.HZ > 0:
+		fmt.Fprintf(&b, "HZ:              %d (measured; no kernel configuration readable)", r.HZ)
+	default:
+		b.WriteString("HZ:              unknown")
+	}
+	if r.HZMeasured > 0 {
+		fmt.Fprintf(&b, "; grace periods end on a %d Hz grid (alignment %.2f)", r.HZMeasured, r.TickAlignment)
+	} else if r.GP != nil {
+		b.WriteString("; grace-period ends show no tick grid")
+	}
+	b.WriteString("\n")
+	if r.GP != nil {
+		g := r.GP
+		fmt.Fprintf(&b, "grace period:    membarrier(GLOBAL) x %d: min %s, p50 %s, mean %s, p99 %s, max %s",
+			g.N, dur(g.MinNS), dur(g.P50NS), dur(g.MeanNS), dur(g.P99NS), dur(g.MaxNS))
+		if r.GPTicks > 0 {
+			fmt.Fprintf(&b, " (%.1f ticks at p50)", r.GPTicks)
+		}
+		b.WriteString("\n")
+		if len(r.GPByPhase) > 0 {
+			b.WriteString("  p50 by start phase in the tick:")
+			for _, p := range r.GPByPhase {
+				fmt.Fprintf(&b, " %d-%d%% %s (n=%d)", p.FromPct, p.ToPct, dur(p.P50NS), p.N)
+			}
+			b.WriteString("\n")
+		}
+	} else {
+		fmt.Fprintf(&b, "grace period:    not measured: %s\n", r.GPError)
+	}
+	fmt.Fprintf(&b, "netlink request: %s (a request the kernel rejects at once)\n", dur(r.RoundTripNS))
+	fmt.Fprintf(&b, "create (%s):    %s per device (median over %d devices)\n", r.Kind, dur(r.CreateNS), r.Creates)
+	b.WriteString("batched delete: ")
+	for i, p := range r.Batches {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %d devices %s", p.Devices, dur(p.P50NS))
+	}
+	fmt.Fprintf(&b, " (medians of %d) -> %s per device + %s per batch\n", len(r.Batches[0].RunsNS), dur(r.SlopeNS), dur(r.InterceptNS))
+	if r.Table != nil {
+		b.WriteString("cost table (ns):")
+		for _, op := range []costs.Op{costs.Register, costs.Unregister, costs.Free, costs.UnregisterBatch, costs.Syscall} {
+			fmt.Fprintf(&b, " %s %d", op, r.Table.Costs[op])
+		}
+		b.WriteString("\n")
+	}
+	if r.Path != "" {
+		fmt.Fprintf(&b, "written to %s (load it with --costs %s)\n", r.Path, r.Path)
+	} else {
+		b.WriteString("not saved: pass -o FILE to write the table for --costs\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// dur formats nanoseconds for people.
+func dur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+	}
+}

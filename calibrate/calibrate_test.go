@@ -1,0 +1,255 @@
+package calibrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+)
+
+func TestDistribution(t *testing.T) {
+	if got := distribution(nil); got != nil {
+		t.Errorf("distribution(nil) = %+v, want nil", got)
+	}
+	got := distribution([]int64{4, 1, 3, 2})
+	want := &costs.Distribution{N: 4, MinNS: 1, P50NS: 3, MeanNS: 2, P99NS: 4, MaxNS: 4}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("distribution([4 1 3 2]) = %+v, want %+v", got, want)
+	}
+}
+
+// ticked returns n end times on a grid of period plus jitter up to j.
+func ticked(n int, period, j int64, rng *rand.Rand) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = (1000+int64(rng.IntN(100000)))*period + rng.Int64N(j+1)
+	}
+	return out
+}
+
+func TestMeasureHZ(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tests := []struct {
+		name   string
+		ends   []int64
+		wantHZ int
+	}{
+		{"HZ=250 grid", ticked(200, 4_000_000, 100_000, rng), 250},
+		{"HZ=100 grid", ticked(200, 10_000_000, 200_000, rng), 100},
+		{"HZ=1000 grid", ticked(200, 1_000_000, 50_000, rng), 1000},
+		{"HZ=300 grid", ticked(200, 3_333_333, 50_000, rng), 300},
+		{"no grid", func() []int64 {
+			out := make([]int64, 200)
+			for i := range out {
+				out[i] = rng.Int64N(1 << 40)
+			}
+			return out
+		}(), 0},
+		{"too few", ticked(5, 4_000_000, 0, rng), 0},
+	}
+	for _, tt := range tests {
+		if got, r := measureHZ(tt.ends); got != tt.wantHZ {
+			t.Errorf("%s: measureHZ() = %d (alignment %.2f), want %d", tt.name, got, r, tt.wantHZ)
+		}
+	}
+}
+
+func TestConcentration(t *testing.T) {
+	r, mean := concentration([]int64{4_000_100, 8_000_100, 12_000_100}, 4_000_000)
+	if r < 0.999 || mean != 100 {
+		t.Errorf("concentration(ends at +100ns of a 4ms grid) = %.3f, %d; want 1, 100", r, mean)
+	}
+	r, _ = concentration([]int64{0, 1_000_000, 2_000_000, 3_000_000}, 4_000_000)
+	if r > 1e-9 {
+		t.Errorf("concentration(evenly spread) = %.3f, want 0", r)
+	}
+}
+
+func TestPhaseBuckets(t *testing.T) {
+	period := int64(4_000_000)
+	starts := []int64{100, 1_100_000, 2_100_000, 3_100_000, 4_000_200}
+	lats := []int64{8, 7, 6, 5, 9}
+	got := phaseBuckets(starts, lats, period, 100, 4)
+	want := []PhaseBucket{{0, 25, 2, 9}, {25, 50, 1, 7}, {50, 75, 1, 6}, {75, 100, 1, 5}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("phaseBuckets() = %+v, want %+v", got, want)
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil || o.GPSamples != 200 || o.Small != 100 || o.Large != 300 || o.Rounds != 5 {
+		t.Errorf("Options{}.withDefaults() = %+v, %v; want 200 samples, sizes 100/300, 5 rounds", o, err)
+	}
+	for _, bad := range []Options{{Small: 300, Large: 100}, {Large: 301}, {Small: 50, Large: 50}, {GPSamples: -1}} {
+		if _, err := bad.withDefaults(); err == nil {
+			t.Errorf("%+v.withDefaults() = nil error, want one", bad)
+		}
+	}
+}
+
+func sampleReport() *Report {
+	r := &Report{
+		Host: nlbackend.HostFacts{Kernel: "6.18.0-test", HZ: 250, HZSource: "/proc/config.gz", CPUs: 2, Preempt: "lazy", PreemptSource: "/proc/config.gz"},
+		HZ:   250, HZMeasured: 250, TickAlignment: 0.97,
+		GP:          &costs.Distribution{N: 200, MinNS: 4_600_000, P50NS: 7_000_000, MeanNS: 8_100_000, P99NS: 16_500_000, MaxNS: 19_300_000},
+		GPTicks:     1.75,
+		GPByPhase:   []PhaseBucket{{0, 25, 50, 7_900_000}, {25, 50, 50, 6_900_000}, {50, 75, 50, 5_800_000}, {75, 100, 50, 4_800_000}},
+		Kind:        "ifb",
+		RoundTripNS: 2_000,
+		CreateNS:    122_000,
+		Creates:     2000,
+		Batches: []BatchPoint{
+			{Devices: 100, P50NS: 23_000_000, RunsNS: []int64{23_000_000, 23_500_000, 22_900_000}},
+			{Devices: 300, P50NS: 43_000_000, RunsNS: []int64{43_000_000, 42_000_000, 44_000_000}},
+		},
+		SlopeNS:     100_000,
+		InterceptNS: 13_000_000,
+	}
+	r.buildTable(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC))
+	return r
+}
+
+func TestBuildTable(t *testing.T) {
+	r := sampleReport()
+	tb := r.Table
+	def := costs.Default()
+	wantFree := int64(100_000) * def.Costs[costs.Free] / (def.Costs[costs.Unregister] + def.Costs[costs.Free])
+	want := map[costs.Op]int64{
+		costs.Syscall:         2_000,
+		costs.Register:        120_000,
+		costs.Free:            wantFree,
+		costs.Unregister:      100_000 - wantFree,
+		costs.UnregisterBatch: 6_000_000,
+	}
+	if !reflect.DeepEqual(tb.Costs, want) {
+		t.Errorf("buildTable() costs = %v, want %v", tb.Costs, want)
+	}
+	if err := tb.Validate(); err != nil {
+		t.Errorf("buildTable() table Validate() = %v", err)
+	}
+	if h := tb.Host; h == nil || h.HZ != 250 || h.CPUs != 2 || h.Preempt != "full" || h.GPLatency == nil || h.Kernel != "6.18.0-test" {
+		t.Errorf("buildTable() host = %+v, want HZ 250, 2 CPUs, preempt full (lazy mapped), GP latency, kernel", h)
+	}
+	if tb.Extra["batch_delete_300_ns"] != 43_000_000 || tb.Extra["tick_alignment_permille"] != 970 {
+		t.Errorf("buildTable() extra = %v, want the raw figures", tb.Extra)
+	}
+	// The intercept is below one grace period: the batch cost floors at 0.
+	r.InterceptNS = 1_000
+	r.buildTable(time.Now())
+	if got := r.Table.Costs[costs.UnregisterBatch]; got != 0 {
+		t.Errorf("buildTable() with intercept < GP: unregister_batch = %d, want 0", got)
+	}
+}
+
+func TestWriteTextFormat(t *testing.T) {
+	var buf bytes.Buffer
+	r := sampleReport()
+	r.Path = "/tmp/x.json"
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.String()
+	want := `calibration: kernel 6.18.0-test, 2 CPU(s), preempt lazy (from /proc/config.gz)
+HZ:              250 (from /proc/config.gz); grace periods end on a 250 Hz grid (alignment 0.97)
+grace period:    membarrier(GLOBAL) x 200: min 4.60ms, p50 7.00ms, mean 8.10ms, p99 16.50ms, max 19.30ms (1.8 ticks at p50)
+  p50 by start phase in the tick: 0-25% 7.90ms (n=50) 25-50% 6.90ms (n=50) 50-75% 5.80ms (n=50) 75-100% 4.80ms (n=50)
+netlink request: 2.0µs (a request the kernel rejects at once)
+create (ifb):    122.0µs per device (median over 2000 devices)
+batched delete:  100 devices 23.00ms, 300 devices 43.00ms (medians of 3) -> 100.0µs per device + 13.00ms per batch
+cost table (ns): register 120000 unregister UNREG free FREE unregister_batch 6000000 syscall 2000
+written to /tmp/x.json (load it with --costs /tmp/x.json)
+`
+	// The split of the slope follows the built-in table, which may change.
+	want = strings.NewReplacer("UNREG", fmt.Sprint(r.Table.Costs[costs.Unregister]), "FREE", fmt.Sprint(r.Table.Costs[costs.Free])).Replace(want)
+	if got != want {
+		t.Errorf("WriteText() =\n%s\nwant\n%s", got, want)
+	}
+	// Without a grace-period measurement, the reason is printed.
+	r.GP, r.GPByPhase, r.GPError, r.Path = nil, nil, "membarrier is not available", ""
+	buf.Reset()
+	r.WriteText(&buf)
+	if !strings.Contains(buf.String(), "grace period:    not measured: membarrier is not available") ||
+		!strings.Contains(buf.String(), "not saved: pass -o FILE") {
+		t.Errorf("WriteText() without GP =\n%s\nwant the reason and the -o hint", buf.String())
+	}
+}
+
+func TestJSONFormat(t *testing.T) {
+	b, err := json.Marshal(sampleReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"host", "hz", "hz_measured", "tick_alignment", "gp_latency", "gp_by_tick_phase", "kind",
+		"round_trip_ns", "create_per_device_ns", "batched_deletes", "batch_delete_per_device_ns", "batch_delete_fixed_ns", "table"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON report lacks %q: %s", k, b)
+		}
+	}
+}
+
+func TestSaveLoadsBack(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "costs.json")
+	r := sampleReport()
+	if err := Save(r.Table, p); err != nil {
+		t.Fatalf("Save() = %v", err)
+	}
+	got, err := costs.Load(p)
+	if err != nil {
+		t.Fatalf("costs.Load(saved) = %v", err)
+	}
+	if got.Lookup(costs.Register) != 120_000 || got.Lookup(costs.Tick) != costs.Default().Costs[costs.Tick] || got.Host.HZ != 250 {
+		t.Errorf("costs.Load(saved) = %+v, want register 120000, built-in tick, HZ 250", got)
+	}
+	if err := Save(r.Table, filepath.Join(t.TempDir(), "missing", "x.json")); err == nil {
+		t.Errorf("Save(into a missing directory) = nil, want an error")
+	}
+}
+
+// TestRunOnHost calibrates with small sizes in a throwaway namespace.
+func TestRunOnHost(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("calibration needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); running as uid %d", os.Geteuid())
+	}
+	ns := "ndst-test-cal-" + strings.ReplaceAll(t.Name(), "/", "-")
+	var notes []string
+	r, err := Run(context.Background(), Options{Netns: ns, GPSamples: 30, Small: 10, Large: 40, Rounds: 2, RoundTrips: 50,
+		Notef: func(f string, a ...any) { notes = append(notes, f) }})
+	if _, serr := os.Stat(filepath.Join("/run/netns", ns)); !os.IsNotExist(serr) {
+		t.Errorf("Run() left namespace %s behind (stat %v)", ns, serr)
+		nlbackend.Reset(context.Background(), nlbackend.Options{Netns: ns})
+	}
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if r.CreateNS <= 0 || r.RoundTripNS <= 0 || len(r.Batches) != 2 || r.Batches[1].Devices != 40 || r.Creates != 100 || r.Table == nil {
+		t.Errorf("Run() = %+v, want create and round-trip times, two batch sizes (10, 40), 100 creates, a table", r)
+	}
+	if r.Host.CPUs > 1 && (r.GP == nil || r.GP.N != 30 || r.GP.MinNS <= 0) {
+		t.Errorf("Run() GP = %+v (error %q), want 30 samples", r.GP, r.GPError)
+	}
+	if err := r.Table.Validate(); err != nil {
+		t.Errorf("Run() table: %v", err)
+	}
+	var buf bytes.Buffer
+	r.WriteText(&buf)
+	if ok, _ := regexp.MatchString(`(?m)^batched delete:  10 devices .*, 40 devices .* per device \+ .* per batch$`, buf.String()); !ok {
+		t.Errorf("WriteText() =\n%s\nwant a batched-delete line for 10 and 40 devices", buf.String())
+	}
+	t.Logf("\n%s", buf.String())
+}

@@ -1,0 +1,218 @@
+package calibrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+)
+
+// Run calibrates the host (see the package doc). It needs the privileges of
+// the netlink backend; the throwaway namespace is removed on every path.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if o.Netns == "" {
+		o.Netns = fmt.Sprintf("ndst-calibrate-%d", os.Getpid())
+	}
+	progress := func(s string) {
+		if o.Progress != nil {
+			o.Progress(s)
+		}
+	}
+	nso := nlbackend.Options{Netns: o.Netns, Kind: o.Kind, KindExplicit: o.KindExplicit, Notef: o.Notef}
+	if err := nlbackend.ValidateNetns(o.Netns); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", o.Netns)); err == nil {
+		return nil, fmt.Errorf("calibrate: namespace %s already exists; calibration needs a throwaway namespace of its own", o.Netns)
+	}
+	b, err := nlbackend.Open(ctx, nso)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		b.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		nso.Notef = nil
+		_ = nlbackend.Reset(cctx, nso)
+	}()
+
+	r := &Report{Host: b.Host()}
+	r.HZ = r.Host.HZ
+
+	progress("grace periods (membarrier)")
+	if err := r.measureGP(ctx, o.GPSamples); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.GPError = err.Error()
+	}
+
+	progress("netlink round trips")
+	rts, err := b.RoundTrips(o.RoundTrips)
+	if err != nil {
+		return nil, err
+	}
+	r.RoundTripNS = median(toNS(rts))
+
+	progress("creates and batched deletes")
+	if err := r.measureNetlink(ctx, b, o); err != nil {
+		return nil, err
+	}
+	r.buildTable(time.Now())
+	return r, nil
+}
+
+func toNS(ds []time.Duration) []int64 {
+	out := make([]int64, len(ds))
+	for i, d := range ds {
+		out[i] = int64(d)
+	}
+	return out
+}
+
+// measureGP times n membarrier(GLOBAL) calls spaced by random pauses of up
+// to two ticks, so that they start at every phase of the tick.
+func (r *Report) measureGP(ctx context.Context, n int) error {
+	if r.Host.CPUs == 1 {
+		return errors.New("one CPU online: membarrier does not wait for a grace period")
+	}
+	call, err := membarrierGlobal()
+	if err != nil {
+		return err
+	}
+	tick := int64(4 * time.Millisecond)
+	if r.HZ > 0 {
+		tick = int64(time.Second) / int64(r.HZ)
+	}
+	starts := make([]int64, 0, n)
+	ends := make([]int64, 0, n)
+	lats := make([]int64, 0, n)
+	for range n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Duration(rand.Int64N(2 * tick)))
+		t0 := monotonic()
+		if err := call(); err != nil {
+			return err
+		}
+		t1 := monotonic()
+		starts, ends, lats = append(starts, t0), append(ends, t1), append(lats, t1-t0)
+	}
+	r.GP = distribution(lats)
+	r.HZMeasured, r.TickAlignment = measureHZ(ends)
+	if r.HZ == 0 {
+		r.HZ = r.HZMeasured
+	}
+	if r.HZ > 0 {
+		period := int64(time.Second) / int64(r.HZ)
+		align, origin := concentration(ends, period)
+		if r.HZMeasured != r.HZ {
+			r.TickAlignment = align
+		}
+		r.GPTicks = float64(r.GP.P50NS) / float64(period)
+		r.GPByPhase = phaseBuckets(starts, lats, period, origin, 4)
+	}
+	return nil
+}
+
+// measureNetlink creates and batch-deletes Small and Large devices, Rounds
+// times each, alternating.
+func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Options) error {
+	tmpl, err := ndst.ParseTemplate("cal%d")
+	if err != nil {
+		return err
+	}
+	kind := o.Kind
+	runs := map[int][]int64{}
+	var createMedians []int64
+	for range o.Rounds {
+		for _, size := range []int{o.Large, o.Small} {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if kind == "veth" && size%2 != 0 {
+				size++
+			}
+			a, err := b.Add(ctx, ndst.AddRequest{Count: size, Template: tmpl, Kind: kind})
+			if err != nil {
+				return fmt.Errorf("calibrate: create %d devices: %w", size, err)
+			}
+			r.Kind = a.Kind
+			kind = a.Kind // after a dummy fallback, stay on ifb quietly
+			if a.Latency != nil {
+				createMedians = append(createMedians, a.Latency.MedianNS)
+			}
+			r.Creates += a.Count
+			d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+			if err != nil {
+				return fmt.Errorf("calibrate: batched delete of %d devices: %w", size, err)
+			}
+			if d.Count != size || d.Counters["moved"] != 0 {
+				return fmt.Errorf("calibrate: batched delete removed %d of %d devices (moved %d); want all in one request", d.Count, size, d.Counters["moved"])
+			}
+			runs[size] = append(runs[size], d.Counters["group_delete_ns"])
+		}
+	}
+	r.CreateNS = median(createMedians)
+	for _, size := range []int{o.Small, o.Large} {
+		if kind == "veth" && size%2 != 0 {
+			size++
+		}
+		r.Batches = append(r.Batches, BatchPoint{Devices: size, P50NS: median(runs[size]), RunsNS: runs[size]})
+	}
+	s, l := r.Batches[0], r.Batches[1]
+	r.SlopeNS = max(0, (l.P50NS-s.P50NS)/int64(l.Devices-s.Devices))
+	r.InterceptNS = max(0, s.P50NS-r.SlopeNS*int64(s.Devices))
+	return nil
+}
+
+// Save writes the table to path atomically (a temporary file renamed over
+// it) and checks that costs.Load reads it back.
+func Save(t *costs.Table, path string) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".ndst-costs-*")
+	if err != nil {
+		return fmt.Errorf("write cost table: %w", err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(append(data, '\n'))
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write cost table %s: %w", path, werr)
+	}
+	if _, err := costs.Load(path); err != nil {
+		return fmt.Errorf("the written table does not load back: %w", err)
+	}
+	return nil
+}

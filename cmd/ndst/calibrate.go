@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ndst-project/ndst/calibrate"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newCalibrateCmd) }
+
+func newCalibrateCmd(g *globalOptions) *cobra.Command {
+	var out string
+	var samples int
+	cmd := &cobra.Command{
+		Use:   "calibrate [-o FILE]",
+		Short: "Measure this host (grace periods, create and batched-delete costs) and write a cost table for --costs",
+		Long: `Measure the host so that the emulated kernel can run "as this host":
+
+  grace-period latency   membarrier(MEMBARRIER_CMD_GLOBAL), many calls, by tick phase
+  HZ, CPUs, preemption   kernel configuration, /sys, debugfs (HZ also measured)
+  per-device costs       create, and the slope of batched deletes of 100 and 300
+                         devices, in a throwaway network namespace (needs root)
+
+One-by-one deletes are never measured: they are what the emulated kernel must
+predict. With -o FILE the cost table is written for --costs FILE.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if samples < 1 || samples > 100000 {
+				return ndst.Usagef("--gp-samples must be in 1..100000, got %d", samples)
+			}
+			if out != "" {
+				if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+					return ndst.Usagef("-o %s: directory %s does not exist", out, filepath.Dir(out))
+				}
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			o := calibrate.Options{
+				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples,
+				Notef: func(format string, args ...any) {
+					fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
+				},
+			}
+			if g.verbose > 0 {
+				o.Progress = func(what string) { fmt.Fprintf(g.stderr, "ndst: measuring %s\n", what) }
+			}
+			rep, err := calibrate.Run(ctx, o)
+			if err != nil {
+				if ctx.Err() != nil {
+					return errors.New("calibration interrupted; nothing was saved")
+				}
+				return err
+			}
+			if out != "" {
+				if err := calibrate.Save(rep.Table, out); err != nil {
+					return err
+				}
+				rep.Path = out
+			}
+			if g.json {
+				return writeJSON(g.stdout, rep)
+			}
+			return rep.WriteText(g.stdout)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cost table to `FILE` (JSON, for --costs FILE)")
+	cmd.Flags().IntVar(&samples, "gp-samples", 200, "number of membarrier calls timed")
+	return cmd
+}
