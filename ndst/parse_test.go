@@ -1,0 +1,178 @@
+package ndst
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestParseCount(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+		err  string
+	}{
+		{"1", 1, ""},
+		{"1000", 1000, ""},
+		{"16777216", MaxCount, ""},
+		{"0", 0, "at least 1"},
+		{"-5", 0, "negative"},
+		{"abc", 0, "not a decimal"},
+		{"12x", 0, "not a decimal"},
+		{" 12", 0, "not a decimal"},
+		{"+3", 0, "not a decimal"},
+		{"0x10", 0, "not a decimal"},
+		{"", 0, "empty"},
+		{"16777217", 0, "too large"},
+		{"99999999999", 0, "out of range"},
+		{"99999999999999999999999", 0, "out of range"},
+	}
+	for _, tc := range tests {
+		got, err := ParseCount(tc.in)
+		if tc.err == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseCount(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) || !IsUsage(err) {
+			t.Errorf("ParseCount(%q) = %d, %v; want a usage error mentioning %q", tc.in, got, err, tc.err)
+		}
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	tests := []struct {
+		a, b        string
+		start, stop int
+		err         string
+	}{
+		{"1", "1000", 1, 1000, ""},
+		{"7", "7", 7, 7, ""},
+		{"5", "1", 0, 0, "reversed"},
+		{"0", "3", 0, 0, "at least 1"},
+		{"1", "-2", 0, 0, "negative"},
+		{"1", "2147483648", 0, 0, "out of range"},
+		{"1", "2147483647", 1, 1<<31 - 1, ""},
+		{"a", "2", 0, 0, "not a decimal"},
+	}
+	for _, tc := range tests {
+		s, e, err := ParseRange(tc.a, tc.b)
+		if tc.err == "" {
+			if err != nil || s != tc.start || e != tc.stop {
+				t.Errorf("ParseRange(%q, %q) = %d, %d, %v; want %d, %d", tc.a, tc.b, s, e, err, tc.start, tc.stop)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("ParseRange(%q, %q) = %d, %d, %v; want an error mentioning %q", tc.a, tc.b, s, e, err, tc.err)
+		}
+	}
+}
+
+func TestParseTemplate(t *testing.T) {
+	tests := []struct{ in, err string }{
+		{"dummy%d", ""},
+		{"d%dx", ""},
+		{"abcdefghijklm%d", ""},
+		{"abcdefghijklmn%d", ""},
+		{"abcdefghijklmno%d", "at most 15"},
+		{"eth", "no %d"},
+		{"", "empty"},
+		{"a%d%d", "exactly one %d"},
+		{"a%s%d", "exactly one %d"},
+		{"bad/%d", "refuses"},
+		{"sp ace%d", "refuses"},
+		{"c:%d", "refuses"},
+	}
+	for _, tc := range tests {
+		got, err := ParseTemplate(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseTemplate(%q) = %v, %v; want an error mentioning %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseTemplate(%q) = %v", tc.in, err)
+			continue
+		}
+		if m := got.MaxNumber(); len(got.Name(m)) > IFNAMSIZ-1 {
+			t.Errorf("ParseTemplate(%q).MaxNumber() = %d gives %q, longer than 15 bytes", tc.in, m, got.Name(m))
+		}
+	}
+}
+
+func TestTemplateNumberRoundTrip(t *testing.T) {
+	tmpl, _ := ParseTemplate("veth%dp")
+	for _, tc := range []struct {
+		name string
+		want int
+	}{{"veth0p", 0}, {"veth42p", 42}, {"veth042p", -1}, {"vethp", -1}, {"veth4", -1}, {"eth4p", -1}, {"veth-1p", -1}} {
+		if got := tmpl.Number(tc.name); got != tc.want {
+			t.Errorf("Number(%q) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// FuzzParseCount: never panics; accepts exactly the canonical decimals in
+// range, and an accepted input round-trips.
+func FuzzParseCount(f *testing.F) {
+	for _, s := range []string{"1", "0", "-5", "abc", "99999999999", "16777216", "007", "1e3", "１"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseCount(s)
+		if err != nil {
+			if !IsUsage(err) {
+				t.Fatalf("ParseCount(%q) returned a non-usage error %v", s, err)
+			}
+			return
+		}
+		if n < 1 || n > MaxCount {
+			t.Fatalf("ParseCount(%q) = %d, outside [1, %d]", s, n, MaxCount)
+		}
+		if back, _ := strconv.Atoi(strings.TrimLeft(s, "0")); back != n {
+			t.Fatalf("ParseCount(%q) = %d, which does not round-trip", s, n)
+		}
+	})
+}
+
+// FuzzParseRange: never panics; an accepted range is 1 <= start <= stop.
+func FuzzParseRange(f *testing.F) {
+	for _, p := range [][2]string{{"1", "1000"}, {"5", "1"}, {"0", "0"}, {"1", "2147483648"}, {"-1", "3"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		s, e, err := ParseRange(a, b)
+		if err != nil {
+			return
+		}
+		if s < 1 || s > e || e > 1<<31-1 {
+			t.Fatalf("ParseRange(%q, %q) = %d, %d", a, b, s, e)
+		}
+	})
+}
+
+// FuzzParseTemplate: never panics; an accepted template yields valid names
+// for its whole number range, and parses back its own names.
+func FuzzParseTemplate(f *testing.F) {
+	for _, s := range []string{"dummy%d", "%d", "a%d%d", "abcdefghijklmno%d", "x/%d", "%dz", "%%d", "\x00%d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tmpl, err := ParseTemplate(s)
+		if err != nil {
+			return
+		}
+		for _, n := range []int{0, 7, tmpl.MaxNumber()} {
+			name := tmpl.Name(n)
+			if err := ValidateName(name); err != nil {
+				t.Fatalf("ParseTemplate(%q) accepted, but Name(%d) = %q is invalid: %v", s, n, name, err)
+			}
+			if got := tmpl.Number(name); got != n {
+				t.Fatalf("ParseTemplate(%q): Number(Name(%d)) = %d", s, n, got)
+			}
+		}
+	})
+}
