@@ -2,6 +2,7 @@ package vmrig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ndst-project/ndst/ndst"
 )
 
 var (
@@ -105,5 +108,127 @@ func TestVMStopped(t *testing.T) {
 				t.Errorf("after Run: processes left running: %q, want none", left)
 			}
 		})
+	}
+}
+
+// listing is ndst's "list --json" output.
+type listing struct {
+	Count   int           `json:"count"`
+	Devices []ndst.Device `json:"devices"`
+}
+
+// TestVMSmoke boots the stock kernel once (1 CPU, preempt=none) and runs
+// ndst's netlink backend on 100 real dummy links: add, list, batched del,
+// add again, one-by-one del, list.
+func TestVMSmoke(t *testing.T) {
+	cfg := needVM(t)
+	cfg.CPUs, cfg.Preempt, cfg.Timeout = 1, "none", 150*time.Second
+	cmds := [][]string{
+		{"--json", "add", "100"},
+		{"--json", "list"},
+		{"--json", "del", "1", "1000000"},
+		{"--json", "add", "100"},
+		{"--json", "del", "1", "1000000", "--one-by-one"},
+		{"--json", "list"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	boot, err := Run(ctx, cfg, cmds...)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			t.Fatalf("Run(smoke) error = %v\n%s", err, e.Stderr)
+		}
+		t.Fatalf("Run(smoke) error = %v", err)
+	}
+	t.Logf("boot: %v wall (qemu %v), accel %s, kernel %s", time.Since(start).Round(time.Millisecond), boot.Wall(), boot.Host["accel"], boot.Host["release"])
+	if got := boot.Guest["cpus"]; got != "1" {
+		t.Errorf("guest cpus = %q, want 1", got)
+	}
+	if got := boot.Guest["preempt"]; got != "none" {
+		t.Errorf("guest preempt = %q, want none", got)
+	}
+	if boot.Module != "dummy loaded" {
+		t.Errorf("module line = %q, want %q", boot.Module, "dummy loaded")
+	}
+	for i, c := range boot.Commands {
+		if c.Exit != 0 {
+			t.Fatalf("guest command %d (%s) exit = %d, want 0; stdout %q, stderr %q", i+1, c.Args, c.Exit, c.Stdout, c.Stderr)
+		}
+		// The netlink backend must find the dummy kind: no fallback note.
+		if strings.Contains(c.Stderr, "no dummy") || strings.Contains(c.Stdout, "no dummy") {
+			t.Errorf("guest command %d (%s) fell back from dummy: stdout %q, stderr %q", i+1, c.Args, c.Stdout, c.Stderr)
+		}
+	}
+	result := func(i int, wantCount int, wantBatched bool) {
+		t.Helper()
+		var r ndst.Result
+		if err := json.Unmarshal([]byte(boot.Commands[i].Stdout), &r); err != nil {
+			t.Fatalf("command %d (%s): cannot decode %q: %v", i+1, boot.Commands[i].Args, boot.Commands[i].Stdout, err)
+		}
+		if r.Count != wantCount || r.Result != ndst.ResultOK || r.Backend != "netlink" || r.Kind != "dummy" || r.Batched != wantBatched {
+			t.Errorf("command %d (%s) = count %d, result %q, backend %q, kind %q, batched %v; want %d, ok, netlink, dummy, %v",
+				i+1, boot.Commands[i].Args, r.Count, r.Result, r.Backend, r.Kind, r.Batched, wantCount, wantBatched)
+		}
+		for _, n := range r.Notes {
+			if strings.Contains(n, "dummy link type") {
+				t.Errorf("command %d (%s) note %q: want no fallback from dummy", i+1, boot.Commands[i].Args, n)
+			}
+		}
+	}
+	list := func(i int, wantOwn int) {
+		t.Helper()
+		var l listing
+		if err := json.Unmarshal([]byte(boot.Commands[i].Stdout), &l); err != nil {
+			t.Fatalf("command %d (%s): cannot decode %q: %v", i+1, boot.Commands[i].Args, boot.Commands[i].Stdout, err)
+		}
+		own := 0
+		for _, d := range l.Devices {
+			if d.Foreign {
+				continue
+			}
+			own++
+			if d.Kind != "dummy" {
+				t.Errorf("command %d (%s): device %s kind = %q, want dummy", i+1, boot.Commands[i].Args, d.Name, d.Kind)
+			}
+		}
+		if own != wantOwn {
+			t.Errorf("command %d (%s) = %d ndst devices, want %d", i+1, boot.Commands[i].Args, own, wantOwn)
+		}
+	}
+	result(0, 100, false)
+	list(1, 100)
+	result(2, 100, true)
+	result(3, 100, false)
+	result(4, 100, false)
+	list(5, 0)
+}
+
+// TestVMBadModule boots the stock kernel with a dummy.ko that does not load:
+// the rig must name the cause and fail as a kernel problem.
+func TestVMBadModule(t *testing.T) {
+	cfg := needVM(t)
+	dir := t.TempDir()
+	img, err := os.ReadFile(fetchKernel.Vmlinuz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Kernel = filepath.Join(dir, "vmlinuz")
+	if err := os.WriteFile(cfg.Kernel, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dummy.ko"), []byte("not a module"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.GuestBin, cfg.Timeout = "/bin/busybox", 120*time.Second
+	cfg.Env = []string{"TMPDIR=" + dir}
+	_, err = Run(context.Background(), cfg, []string{"true"})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindKernel || !strings.Contains(e.Msg, "insmod dummy.ko failed") {
+		t.Errorf("Run(bad dummy.ko) error = %v, want a kernel error containing %q", err, "insmod dummy.ko failed")
+	}
+	if left := ownProcesses(t, dir); len(left) > 0 {
+		t.Errorf("after Run: processes left running: %q, want none", left)
 	}
 }
