@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -65,12 +66,22 @@ func Load(path string) (*State, error) {
 	case size > MaxFileSize:
 		return nil, withPath(corruptf("%d bytes, more than the %d-byte limit", size, MaxFileSize), path)
 	}
-	data := make([]byte, size)
-	copy(data, hdr)
-	if _, err := io.ReadFull(f, data[headerSize:]); err != nil {
+	// Read the body straight into the string the names will share, and
+	// checksum it on the way: no second copy of a file that may be tens of
+	// megabytes.
+	var body strings.Builder
+	body.Grow(int(size - headerSize))
+	crc := crc32.New(castagnoli)
+	crc.Write(hdr[:12])
+	if n, err := io.Copy(io.MultiWriter(&body, crc), io.LimitReader(f, size-headerSize)); err != nil {
 		return nil, readErr(err, path)
+	} else if n != size-headerSize {
+		return nil, withPath(corruptf("truncated while reading"), path)
 	}
-	st, err := Decode(data)
+	if err := checkSum(hdr, crc.Sum32()); err != nil {
+		return nil, withPath(err, path)
+	}
+	st, err := decodeBody(body.String())
 	if err != nil {
 		return nil, withPath(err, path)
 	}

@@ -63,7 +63,7 @@ func Encode(s *State) ([]byte, error) {
 	}
 	// Validate and size in one pass.
 	size := headerSize + bodyFixed
-	hs := make([]uint64, len(devs)) // name hashes, for findDuplicate
+	dups := newDupFinder(len(devs))
 	var prev int32
 	for i := range devs {
 		d := &devs[i]
@@ -78,11 +78,11 @@ func Encode(s *State) ([]byte, error) {
 		if !ok {
 			return nil, invalidf("device %d (ifindex %d) has an invalid name %q: %s", i, d.Ifindex, d.Name, nameProblem(d.Name))
 		}
-		hs[i] = h
+		dups.add(i, h)
 		size += uvarintLen(uint64(d.Ifindex-prev)) + uvarintLen(uint64(d.Flags)) + 1 + len(d.Name)
 		prev = d.Ifindex
 	}
-	if i, j := findDuplicate(devs, hs); i >= 0 {
+	if i, j := dups.find(devs); i >= 0 {
 		return nil, invalidf("duplicate device name %q (ifindexes %d and %d)", devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
 	}
 	if size > MaxFileSize {
@@ -135,10 +135,19 @@ func Decode(data []byte) (*State, error) {
 	} else if have > bodyLen {
 		return nil, corruptf("%d bytes of trailing garbage after the body", have-bodyLen)
 	}
-	if want, got := binary.LittleEndian.Uint32(data[12:]), checksum(data); want != got {
-		return nil, corruptf("checksum mismatch: stored %08x, computed %08x", want, got)
+	if err := checkSum(data, checksum(data)); err != nil {
+		return nil, err
 	}
-	return decodeBody(data[headerSize:])
+	// One copy of the body; every name is a substring of it.
+	return decodeBody(string(data[headerSize:]))
+}
+
+// checkSum compares the checksum stored in header with the computed one.
+func checkSum(header []byte, computed uint32) error {
+	if stored := binary.LittleEndian.Uint32(header[12:]); stored != computed {
+		return corruptf("checksum mismatch: stored %08x, computed %08x", stored, computed)
+	}
+	return nil
 }
 
 // checkHeader validates magic and version and that a whole header is there.
@@ -159,15 +168,17 @@ func checkHeader(data []byte) error {
 	return nil
 }
 
-func decodeBody(body []byte) (*State, error) {
+// decodeBody parses a checksummed body. The names it returns are substrings
+// of body.
+func decodeBody(body string) (*State, error) {
 	if len(body) < bodyFixed {
 		return nil, corruptf("body is %d bytes, shorter than its %d-byte fixed part", len(body), bodyFixed)
 	}
-	next := binary.LittleEndian.Uint32(body)
+	next := le32(body)
 	if next > math.MaxInt32 {
 		return nil, corruptf("ifindex cursor %d is out of range", next)
 	}
-	count := uint64(binary.LittleEndian.Uint32(body[4:]))
+	count := uint64(le32(body[4:]))
 	if rest := uint64(len(body) - bodyFixed); count > rest/minEntry {
 		return nil, corruptf("device count %d cannot fit in %d bytes", count, rest)
 	}
@@ -178,10 +189,9 @@ func decodeBody(body []byte) (*State, error) {
 		}
 		return st, nil
 	}
-	// One copy of the body; every name is a substring of it.
-	s := string(body)
+	s := body
 	devs := make([]Device, count)
-	hs := make([]uint64, count) // name hashes, for findDuplicate
+	dups := newDupFinder(len(devs))
 	p := bodyFixed
 	var prev uint64
 	for i := range devs {
@@ -216,7 +226,7 @@ func decodeBody(body []byte) (*State, error) {
 		if !ok {
 			return nil, corruptf("device entry %d (ifindex %d): %s %q", i, ifindex, nameProblem(name), name)
 		}
-		hs[i] = h
+		dups.add(i, h)
 		devs[i] = Device{Ifindex: int32(ifindex), Name: name, Flags: uint32(flags)}
 		p = r + nl
 		prev = ifindex
@@ -224,7 +234,7 @@ func decodeBody(body []byte) (*State, error) {
 	if p != len(s) {
 		return nil, corruptf("%d bytes after the last device entry", len(s)-p)
 	}
-	if i, j := findDuplicate(devs, hs); i >= 0 {
+	if i, j := dups.find(devs); i >= 0 {
 		return nil, corruptf("duplicate device name %q (ifindexes %d and %d)", devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
 	}
 	st.Devices = devs
@@ -273,58 +283,93 @@ func entryErr(i int, field string, code int) error {
 	}
 }
 
-// findDuplicate returns indexes i < j of two devices with the same name, or
-// -1, -1. It runs in linear time and touches memory almost only in
-// sequential streams, which matters at 10^6 names: a single hash table that
-// size costs a cache and TLB miss per insert, several times slower.
+// dupFinder finds two devices with the same name in linear time, with
+// memory touched almost only in sequential streams and 8 bytes per device.
+// That matters at 10^6 names: a single hash table that size costs a cache
+// and TLB miss per insert, several times slower.
 //
-// hs[i] is nameKey(devs[i].Name). Pass 1 counts names per partition, chosen
-// by the hash's top bits. Pass 2 scatters (low 32 hash bits, index) pairs into their partitions.
-// Pass 3 runs a small open-addressing table per partition, sized to stay in
-// the CPU cache; names are compared only when full hashes agree.
-func findDuplicate(devs []Device, hs []uint64) (int, int) {
-	n := len(devs)
-	if n < 2 {
+// add stores, per device, its name's hash (from nameKey) with the low
+// idxBits replaced by the device's index, and counts devices per partition,
+// chosen by the hash's top bits. find permutes the entries in place so that
+// partitions are contiguous (American flag sort), then runs one small
+// open-addressing table per partition, sized to stay in the CPU cache. Names
+// are compared only when 64-idxBits bits of their hashes agree.
+type dupFinder struct {
+	ents  []uint64
+	count []int // devices per partition
+	shift uint  // partition = entry >> shift
+}
+
+// idxBits holds any device index: Decode and Encode accept fewer than
+// MaxFileSize/minEntry = 2^28 devices.
+const idxBits = 28
+
+func newDupFinder(n int) dupFinder {
+	k := max(0, bits.Len(uint(n))-12) // partitions of about 2^11..2^12 names
+	return dupFinder{
+		ents:  make([]uint64, n),
+		count: make([]int, 1<<k),
+		shift: uint(64 - k), // e>>64 is 0 in Go: one partition when k == 0
+	}
+}
+
+func (d *dupFinder) add(i int, h uint64) {
+	d.ents[i] = h&^(1<<idxBits-1) | uint64(i)
+	d.count[h>>d.shift]++
+}
+
+// find returns indexes i < j of two devices with the same name, or -1, -1.
+// Every device must have been added.
+func (d *dupFinder) find(devs []Device) (int, int) {
+	ents, shift := d.ents, d.shift
+	if len(ents) < 2 {
 		return -1, -1
 	}
-	k := max(0, bits.Len(uint(n))-12) // partitions of about 2^11..2^12 names
-	nparts := 1 << k
-	shift := uint(64 - k) // h>>64 is 0 in Go: one partition when k == 0
-	start := make([]int, nparts+1)
-	for _, h := range hs {
-		start[h>>shift+1]++
-	}
-	largest := 0
-	for p := 1; p <= nparts; p++ {
-		largest = max(largest, start[p])
-		start[p] += start[p-1]
-	}
+	nparts := len(d.count)
+	end := make([]int, nparts)
 	next := make([]int, nparts)
-	copy(next, start)
-	part := make([]uint64, n)
-	for i, h := range hs {
-		p := h >> shift
-		part[next[p]] = uint64(uint32(h))<<32 | uint64(i)
-		next[p]++
+	largest, sum := 0, 0
+	for p, c := range d.count {
+		next[p] = sum
+		sum += c
+		end[p] = sum
+		largest = max(largest, c)
+	}
+	// Permute: every swap puts one entry in its partition for good.
+	for p := range nparts {
+		for i := next[p]; i < end[p]; {
+			e := ents[i]
+			q := e >> shift
+			if q == uint64(p) {
+				i++
+				continue
+			}
+			ents[i], ents[next[q]] = ents[next[q]], e
+			next[q]++
+		}
 	}
 	table := make([]uint64, tableSize(largest))
+	const idxMask = 1<<idxBits - 1
+	start := 0
 	for p := range nparts {
-		ents := part[start[p]:start[p+1]]
-		t := table[:tableSize(len(ents))]
+		part := ents[start:end[p]]
+		start = end[p]
+		t := table[:tableSize(len(part))]
 		clear(t)
 		mask := uint64(len(t) - 1)
-		for _, e := range ents {
-			tag := e >> 32
+		for _, e := range part {
+			tag := e >> idxBits
 			for s := tag & mask; ; s = (s + 1) & mask {
 				v := t[s]
 				if v == 0 {
-					t[s] = e + 1 // +1 so that 0 marks a free slot; indexes are < 2^32-1
+					t[s] = e + 1 // +1 so that 0 marks a free slot; the index never carries
 					break
 				}
 				v--
-				if v>>32 == tag {
-					if i, j := int(uint32(v)), int(uint32(e)); hs[i] == hs[j] && devs[i].Name == devs[j].Name {
-						return i, j
+				if v>>idxBits == tag {
+					i, j := int(v&idxMask), int(e&idxMask)
+					if devs[i].Name == devs[j].Name {
+						return min(i, j), max(i, j)
 					}
 				}
 			}
@@ -357,6 +402,12 @@ const (
 func badBytes(w uint64) uint64 {
 	lt := (w - 0x21*ones) &^ w & highs // some byte < 0x21
 	return lt | zeroByte(w^0x7f*ones) | zeroByte(w^'/'*ones) | zeroByte(w^':'*ones)
+}
+
+// le32 is the little-endian word in s's first 4 bytes.
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
 // le64 is the little-endian word in s's first 8 bytes.

@@ -65,10 +65,12 @@ const MaxNameLen = 15
 // far above anything the backends can create.
 const MaxFileSize = 1 << 30
 
-// Device is one registered device.
+// Device is one registered device. (Name comes first so that the struct
+// packs into 24 bytes instead of 32: a decoded registry of 10^6 devices is
+// 8 MB smaller.)
 type Device struct {
-	Ifindex int32
 	Name    string // 1..15 bytes
+	Ifindex int32
 	Flags   uint32 // backend-defined bits, e.g. bit 0 = administratively up
 }
 
