@@ -17,9 +17,14 @@
 //
 // Invariants:
 //   - names are unique, ifindexes are unique and lie in [1, MaxIndex];
-//   - each index bucket (ifindex & (nbuckets-1)) is kept sorted by ifindex,
-//     as a list of chunks of at most chunkMax entries, so that insert and
-//     remove cost O(log n + chunkMax) whatever the bucket's length;
+//   - each index bucket (ifindex & (nbuckets-1)) holds its entries
+//     themselves, sorted by ifindex, in chunks of at most chunkMax entries
+//     with a directory of each chunk's last ifindex: insert and remove cost
+//     O(log n + chunkMax) whatever the bucket's length, appending a higher
+//     ifindex than any in the bucket costs O(1), and a listing reads memory
+//     in order;
+//   - the name hash maps a name to its ifindex (open addressing, linear
+//     probing, at most 3/4 full, doubled when it would be fuller);
 //   - List and Range output depends only on the table's contents, never on
 //     the history of insertions or on Go's map order: the name hash is
 //     FNV-1a with its fixed offset basis;
@@ -51,37 +56,32 @@ var (
 )
 
 // chunkMax is the most entries one chunk of an index bucket holds. Inserting
-// into the middle of a chunk moves at most this many 8-byte items.
+// into the middle of a chunk moves at most this many entries.
 const chunkMax = 128
 
-// item is one entry's place in an index bucket.
-type item struct {
+// rec is one entry, stored in its index bucket.
+type rec[T any] struct {
 	key  int32 // ifindex
-	slot int32 // position in Table.ents
+	name string
+	v    T
 }
 
-type entry[T any] struct {
-	name    string
-	ifindex int32
-	used    bool
-	v       T
+// bucket is one index bucket: non-empty chunks of recs sorted by key, and
+// lasts[i], the key of the last rec of chunks[i].
+type bucket[T any] struct {
+	lasts  []int32
+	chunks [][]rec[T]
 }
 
 // Table holds entries keyed by a unique name and a unique ifindex. The zero
 // value is not usable; call New.
 type Table[T any] struct {
-	// idx[b] is index bucket b: chunks of items sorted by key, every
-	// chunk non-empty.
-	idx  [][][]item
+	bk   []bucket[T]
 	mask int32 // nbuckets - 1
-
-	// ents is a slab of entries; free lists its unused slots.
-	ents []entry[T]
-	free []int32
 	n    int
 
-	// names is an open-addressed (linear probing) hash of names. A slot is
-	// 0 when empty, else hash32<<32 | (ents slot + 1).
+	// names is the name hash. A slot is 0 when empty, else
+	// hash32<<32 | ifindex.
 	names []uint64
 
 	// resumeSearches counts List resumes whose cached position was stale.
@@ -95,7 +95,7 @@ func New[T any](nbuckets int) *Table[T] {
 		panic(fmt.Sprintf("devtable.New(%d): nbuckets must be a power of two in [1, 1048576]", nbuckets))
 	}
 	return &Table[T]{
-		idx:   make([][][]item, nbuckets),
+		bk:    make([]bucket[T], nbuckets),
 		mask:  int32(nbuckets - 1),
 		names: make([]uint64, 8),
 	}
@@ -105,7 +105,7 @@ func New[T any](nbuckets int) *Table[T] {
 func (t *Table[T]) Len() int { return t.n }
 
 // Buckets returns the number of index buckets.
-func (t *Table[T]) Buckets() int { return len(t.idx) }
+func (t *Table[T]) Buckets() int { return len(t.bk) }
 
 // --- name hash -------------------------------------------------------------
 
@@ -123,29 +123,36 @@ func hashName(s string) uint32 {
 // bucket (NameHash(name) & (nbuckets-1)) a device would chain into.
 func NameHash(name string) uint32 { return hashName(name) }
 
-// nameFind returns the names slot holding name, or the empty slot where it
-// would go.
-func (t *Table[T]) nameFind(name string, h uint32) (int, bool) {
+// nameFind returns the names slot holding name and its rec, or the empty
+// slot where name would go and nil.
+func (t *Table[T]) nameFind(name string, h uint32) (int, *rec[T]) {
 	mask := len(t.names) - 1
 	for i := int(h) & mask; ; i = (i + 1) & mask {
 		s := t.names[i]
 		if s == 0 {
-			return i, false
+			return i, nil
 		}
-		if uint32(s>>32) == h && t.ents[uint32(s)-1].name == name {
-			return i, true
+		if uint32(s>>32) == h {
+			if r := t.find(int32(uint32(s))); r != nil && r.name == name {
+				return i, r
+			}
 		}
 	}
 }
 
-// nameAdd records name -> slot; name must be absent.
-func (t *Table[T]) nameAdd(name string, slot int32) {
-	if 4*(t.n+1) > 3*len(t.names) {
+// nameAdd records name -> ifindex; name must be absent. It is called after
+// the rec is in its bucket, with t.n already counting it.
+func (t *Table[T]) nameAdd(name string, key int32) {
+	if 4*t.n > 3*len(t.names) {
 		t.nameGrow()
 	}
 	h := hashName(name)
-	i, _ := t.nameFind(name, h)
-	t.names[i] = uint64(h)<<32 | uint64(slot+1)
+	mask := len(t.names) - 1
+	i := int(h) & mask
+	for t.names[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.names[i] = uint64(h)<<32 | uint64(uint32(key))
 }
 
 func (t *Table[T]) nameGrow() {
@@ -187,24 +194,23 @@ func (t *Table[T]) nameDel(i int) {
 
 // --- index buckets ---------------------------------------------------------
 
-func (t *Table[T]) bucketOf(ifindex int32) int { return int(ifindex & t.mask) }
-
-// search returns the position of the first item with key >= key in bucket
-// b: chunk ci (len(chunks) when there is none) and offset pi in it.
-func search(chunks [][]item, key int32) (ci, pi int) {
-	lo, hi := 0, len(chunks)
+// search returns the position of the first rec with key >= key: chunk ci
+// (len(chunks) when there is none) and offset pi in it.
+func (b *bucket[T]) search(key int32) (ci, pi int) {
+	lasts := b.lasts
+	lo, hi := 0, len(lasts)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if c := chunks[m]; c[len(c)-1].key < key {
+		if lasts[m] < key {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo == len(chunks) {
+	if lo == len(lasts) {
 		return lo, 0
 	}
-	c := chunks[lo]
+	c := b.chunks[lo]
 	a, z := 0, len(c)
 	for a < z {
 		m := int(uint(a+z) >> 1)
@@ -217,91 +223,109 @@ func search(chunks [][]item, key int32) (ci, pi int) {
 	return lo, a
 }
 
-// lookup returns the slot of ifindex, or -1.
-func (t *Table[T]) lookup(ifindex int) int32 {
-	if ifindex < 1 || ifindex > MaxIndex {
-		return -1
+// find returns the rec with key, or nil.
+func (t *Table[T]) find(key int32) *rec[T] {
+	b := &t.bk[key&t.mask]
+	if k := len(b.lasts); k == 0 || key > b.lasts[k-1] {
+		return nil
 	}
-	key := int32(ifindex)
-	chunks := t.idx[t.bucketOf(key)]
-	ci, pi := search(chunks, key)
-	if ci < len(chunks) && chunks[ci][pi].key == key {
-		return chunks[ci][pi].slot
+	ci, pi := b.search(key)
+	if r := &b.chunks[ci][pi]; r.key == key {
+		return r
 	}
-	return -1
+	return nil
 }
 
-// idxInsert puts it into its bucket; its key must be absent.
-func (t *Table[T]) idxInsert(it item) {
-	b := t.bucketOf(it.key)
-	chunks := t.idx[b]
-	if len(chunks) == 0 {
-		t.idx[b] = append(chunks, []item{it})
-		return
+// lookup is find for an int ifindex of any value.
+func (t *Table[T]) lookup(ifindex int) *rec[T] {
+	if !validIndex(ifindex) {
+		return nil
 	}
-	ci, pi := search(chunks, it.key)
-	if ci == len(chunks) {
+	return t.find(int32(ifindex))
+}
+
+// insert puts r into its bucket; its key must be absent.
+func (b *bucket[T]) insert(r rec[T]) {
+	k := len(b.chunks)
+	if k == 0 || r.key > b.lasts[k-1] {
 		// Past the last key: append to the last chunk, or start a new
 		// chunk when it is full, so that ascending inserts fill chunks.
-		ci--
-		if c := chunks[ci]; len(c) == chunkMax {
-			t.idx[b] = append(chunks, make([]item, 1, 8))
-			t.idx[b][ci+1][0] = it
-			return
+		if k == 0 || len(b.chunks[k-1]) == chunkMax {
+			b.chunks = append(b.chunks, make([]rec[T], 0, 8))
+			b.lasts = append(b.lasts, 0)
+			k++
 		}
-		chunks[ci] = append(chunks[ci], it)
+		b.chunks[k-1] = append(b.chunks[k-1], r)
+		b.lasts[k-1] = r.key
 		return
 	}
-	c := chunks[ci]
+	ci, pi := b.search(r.key)
+	c := b.chunks[ci]
 	if len(c) == chunkMax {
 		// Split in two halves, each with room to grow.
 		half := chunkMax / 2
-		right := make([]item, chunkMax-half, chunkMax)
+		right := make([]rec[T], chunkMax-half, chunkMax)
 		copy(right, c[half:])
+		clear(c[half:])
 		c = c[:half]
-		chunks = append(chunks, nil)
-		copy(chunks[ci+2:], chunks[ci+1:])
-		chunks[ci], chunks[ci+1] = c, right
-		t.idx[b] = chunks
+		b.chunks = append(b.chunks, nil)
+		copy(b.chunks[ci+2:], b.chunks[ci+1:])
+		b.chunks[ci], b.chunks[ci+1] = c, right
+		b.lasts = append(b.lasts, 0)
+		copy(b.lasts[ci+2:], b.lasts[ci+1:])
+		b.lasts[ci], b.lasts[ci+1] = c[half-1].key, right[len(right)-1].key
 		if pi > half {
 			ci, pi, c = ci+1, pi-half, right
 		}
 	}
-	c = append(c, item{})
+	c = append(c, rec[T]{})
 	copy(c[pi+1:], c[pi:])
-	c[pi] = it
-	chunks[ci] = c
+	c[pi] = r
+	b.chunks[ci] = c
+	b.lasts[ci] = c[len(c)-1].key
 }
 
-// idxRemove deletes key from its bucket; key must be present.
-func (t *Table[T]) idxRemove(key int32) {
-	b := t.bucketOf(key)
-	chunks := t.idx[b]
-	ci, pi := search(chunks, key)
-	c := chunks[ci]
+// drop removes chunk ci.
+func (b *bucket[T]) drop(ci int) {
+	k := len(b.chunks)
+	copy(b.chunks[ci:], b.chunks[ci+1:])
+	b.chunks[k-1] = nil
+	b.chunks = b.chunks[:k-1]
+	copy(b.lasts[ci:], b.lasts[ci+1:])
+	b.lasts = b.lasts[:k-1]
+}
+
+// remove deletes the rec at (ci, pi) and returns it.
+func (b *bucket[T]) remove(ci, pi int) rec[T] {
+	c := b.chunks[ci]
+	r := c[pi]
 	copy(c[pi:], c[pi+1:])
+	c[len(c)-1] = rec[T]{} // drop references for the garbage collector
 	c = c[:len(c)-1]
-	chunks[ci] = c
+	b.chunks[ci] = c
 	switch {
 	case len(c) == 0:
-		copy(chunks[ci:], chunks[ci+1:])
-		chunks[len(chunks)-1] = nil
-		t.idx[b] = chunks[:len(chunks)-1]
+		b.drop(ci)
 	case len(c) < chunkMax/4:
+		b.lasts[ci] = c[len(c)-1].key
 		// Merge a sparse chunk into a neighbour so that chunks stay at
 		// least a quarter full on average and memory follows the count.
-		if ci+1 < len(chunks) && len(c)+len(chunks[ci+1]) <= chunkMax*3/4 {
-			chunks[ci] = append(c, chunks[ci+1]...)
-			copy(chunks[ci+1:], chunks[ci+2:])
-			chunks[len(chunks)-1] = nil
-			t.idx[b] = chunks[:len(chunks)-1]
-		} else if ci > 0 && len(c)+len(chunks[ci-1]) <= chunkMax*3/4 {
-			chunks[ci-1] = append(chunks[ci-1], c...)
-			copy(chunks[ci:], chunks[ci+1:])
-			chunks[len(chunks)-1] = nil
-			t.idx[b] = chunks[:len(chunks)-1]
+		if ci+1 < len(b.chunks) && len(c)+len(b.chunks[ci+1]) <= chunkMax*3/4 {
+			b.chunks[ci] = append(c, b.chunks[ci+1]...)
+			b.lasts[ci] = b.lasts[ci+1]
+			b.drop(ci + 1)
+		} else if ci > 0 && len(c)+len(b.chunks[ci-1]) <= chunkMax*3/4 {
+			b.chunks[ci-1] = append(b.chunks[ci-1], c...)
+			b.lasts[ci-1] = b.lasts[ci]
+			b.drop(ci)
 		}
+	default:
+		b.lasts[ci] = c[len(c)-1].key
 	}
+	if len(b.chunks) == 0 {
+		b.chunks, b.lasts = nil, nil // an empty bucket holds no memory
+	}
+	return r
 }
 
 // --- operations ------------------------------------------------------------
@@ -315,50 +339,40 @@ func (t *Table[T]) Insert(name string, ifindex int, v T) error {
 	if name == "" || !validIndex(ifindex) {
 		return fmt.Errorf("Insert(%q, %d): %w", name, ifindex, ErrInvalid)
 	}
-	if _, found := t.nameFind(name, hashName(name)); found {
+	if _, r := t.nameFind(name, hashName(name)); r != nil {
 		return fmt.Errorf("Insert(%q, %d): %w", name, ifindex, ErrDuplicateName)
 	}
-	if t.lookup(ifindex) >= 0 {
+	key := int32(ifindex)
+	if t.find(key) != nil {
 		return fmt.Errorf("Insert(%q, %d): %w", name, ifindex, ErrDuplicateIndex)
 	}
-	var slot int32
-	if k := len(t.free); k > 0 {
-		slot = t.free[k-1]
-		t.free = t.free[:k-1]
-	} else {
-		if len(t.ents) == math.MaxInt32 {
-			return fmt.Errorf("Insert(%q, %d): %w: table full", name, ifindex, ErrInvalid)
-		}
-		slot = int32(len(t.ents))
-		t.ents = append(t.ents, entry[T]{})
-	}
-	t.ents[slot] = entry[T]{name: name, ifindex: int32(ifindex), used: true, v: v}
-	t.nameAdd(name, slot)
-	t.idxInsert(item{key: int32(ifindex), slot: slot})
+	t.bk[key&t.mask].insert(rec[T]{key: key, name: name, v: v})
 	t.n++
+	t.nameAdd(name, key)
 	return nil
 }
 
 // Remove deletes the entry with ifindex and returns its value.
 func (t *Table[T]) Remove(ifindex int) (T, bool) {
-	slot := t.lookup(ifindex)
-	if slot < 0 {
-		var zero T
+	var zero T
+	if !validIndex(ifindex) {
 		return zero, false
 	}
-	e := &t.ents[slot]
-	v := e.v
-	i, _ := t.nameFind(e.name, hashName(e.name))
-	t.nameDel(i)
-	t.idxRemove(e.ifindex)
-	*e = entry[T]{} // drop references for the garbage collector
-	t.free = append(t.free, slot)
-	t.n--
-	if t.n == 0 {
-		// Give the slab back: an empty table holds no entry memory.
-		t.ents, t.free = nil, nil
+	key := int32(ifindex)
+	b := &t.bk[key&t.mask]
+	if k := len(b.lasts); k == 0 || key > b.lasts[k-1] {
+		return zero, false
 	}
-	return v, true
+	ci, pi := b.search(key)
+	if b.chunks[ci][pi].key != key {
+		return zero, false
+	}
+	name := b.chunks[ci][pi].name
+	i, _ := t.nameFind(name, hashName(name))
+	t.nameDel(i)
+	r := b.remove(ci, pi)
+	t.n--
+	return r.v, true
 }
 
 // Rename gives the entry with ifindex a new name. It fails with ErrNotFound,
@@ -368,30 +382,32 @@ func (t *Table[T]) Rename(ifindex int, newName string) error {
 	if newName == "" {
 		return fmt.Errorf("Rename(%d, %q): %w", ifindex, newName, ErrInvalid)
 	}
-	slot := t.lookup(ifindex)
-	if slot < 0 {
+	r := t.lookup(ifindex)
+	if r == nil {
 		return fmt.Errorf("Rename(%d, %q): %w", ifindex, newName, ErrNotFound)
 	}
-	e := &t.ents[slot]
-	if e.name == newName {
+	if r.name == newName {
 		return nil
 	}
-	if _, found := t.nameFind(newName, hashName(newName)); found {
+	h := hashName(newName)
+	if _, other := t.nameFind(newName, h); other != nil {
 		return fmt.Errorf("Rename(%d, %q): %w", ifindex, newName, ErrDuplicateName)
 	}
-	i, _ := t.nameFind(e.name, hashName(e.name))
+	i, _ := t.nameFind(r.name, hashName(r.name))
 	t.nameDel(i)
-	e.name = newName
-	h := hashName(newName)
-	j, _ := t.nameFind(newName, h)
-	t.names[j] = uint64(h)<<32 | uint64(slot+1)
+	r.name = newName
+	var j int
+	// The deletion may have opened a hole before the slot found for
+	// newName, where lookups would stop: look again.
+	j, _ = t.nameFind(newName, h)
+	t.names[j] = uint64(h)<<32 | uint64(uint32(r.key))
 	return nil
 }
 
 // ByName returns the value of the entry called name.
 func (t *Table[T]) ByName(name string) (T, bool) {
-	if i, found := t.nameFind(name, hashName(name)); found {
-		return t.ents[uint32(t.names[i])-1].v, true
+	if _, r := t.nameFind(name, hashName(name)); r != nil {
+		return r.v, true
 	}
 	var zero T
 	return zero, false
@@ -399,16 +415,16 @@ func (t *Table[T]) ByName(name string) (T, bool) {
 
 // IndexOf returns the ifindex of the entry called name.
 func (t *Table[T]) IndexOf(name string) (int, bool) {
-	if i, found := t.nameFind(name, hashName(name)); found {
-		return int(t.ents[uint32(t.names[i])-1].ifindex), true
+	if _, r := t.nameFind(name, hashName(name)); r != nil {
+		return int(r.key), true
 	}
 	return 0, false
 }
 
 // ByIndex returns the value of the entry with ifindex.
 func (t *Table[T]) ByIndex(ifindex int) (T, bool) {
-	if slot := t.lookup(ifindex); slot >= 0 {
-		return t.ents[slot].v, true
+	if r := t.lookup(ifindex); r != nil {
+		return r.v, true
 	}
 	var zero T
 	return zero, false
@@ -416,8 +432,8 @@ func (t *Table[T]) ByIndex(ifindex int) (T, bool) {
 
 // NameOf returns the name of the entry with ifindex.
 func (t *Table[T]) NameOf(ifindex int) (string, bool) {
-	if slot := t.lookup(ifindex); slot >= 0 {
-		return t.ents[slot].name, true
+	if r := t.lookup(ifindex); r != nil {
+		return r.name, true
 	}
 	return "", false
 }
@@ -442,16 +458,17 @@ func (c Cursor) Done() bool { return c.done }
 // ifindex is above c.last: the cached one when it is still right, else
 // found by a search.
 func (t *Table[T]) resume(c Cursor) (ci, pi int) {
-	chunks := t.idx[c.bucket]
+	b := &t.bk[c.bucket]
+	chunks := b.chunks
 	ci, pi = c.chunk, c.pos
 	if c.last == 0 {
 		if ci == 0 && pi == 0 {
 			return 0, 0
 		}
 	} else if ci >= 0 && pi >= 0 && ci <= len(chunks) {
-		// The cached position is right if the item just before it
+		// The cached position is right if the entry just before it
 		// still carries c.last: keys are unique and sorted.
-		var prev []item
+		var prev []rec[T]
 		p := pi - 1
 		if pi == 0 && ci > 0 {
 			prev = chunks[ci-1]
@@ -467,7 +484,7 @@ func (t *Table[T]) resume(c Cursor) (ci, pi int) {
 		}
 	}
 	t.resumeSearches++
-	return search(chunks, c.last+1)
+	return b.search(c.last + 1)
 }
 
 // List visits up to max entries from c in (index bucket, ifindex) order and
@@ -483,29 +500,28 @@ func (t *Table[T]) List(c Cursor, max int, visit func(ifindex int, name string, 
 	}
 	n := 0
 	last := c.last
-	for b := c.bucket; b < len(t.idx); b++ {
+	for b := c.bucket; b < len(t.bk); b++ {
 		var ci, pi int
 		if b == c.bucket {
 			ci, pi = t.resume(c)
 		} else {
 			last = 0
 		}
-		chunks := t.idx[b]
+		chunks := t.bk[b].chunks
 		for ; ci < len(chunks); ci, pi = ci+1, 0 {
 			ch := chunks[ci]
 			for ; pi < len(ch); pi++ {
 				if n == max {
 					return Cursor{bucket: b, chunk: ci, pos: pi, last: last}
 				}
-				it := ch[pi]
-				e := &t.ents[it.slot]
-				visit(int(it.key), e.name, e.v)
-				last = it.key
+				r := &ch[pi]
+				visit(int(r.key), r.name, r.v)
+				last = r.key
 				n++
 			}
 		}
 	}
-	return Cursor{bucket: len(t.idx), done: true}
+	return Cursor{bucket: len(t.bk), done: true}
 }
 
 // ListNaive is the old reader: every call restarts from the head of the
@@ -517,9 +533,9 @@ func (t *Table[T]) ListNaive(pos int, max int, visit func(ifindex int, name stri
 		pos = 0
 	}
 	i, n := 0, 0
-	for _, chunks := range t.idx {
-		for _, ch := range chunks {
-			for _, it := range ch {
+	for b := range t.bk {
+		for _, ch := range t.bk[b].chunks {
+			for k := range ch {
 				if i < pos {
 					i++
 					continue
@@ -527,8 +543,8 @@ func (t *Table[T]) ListNaive(pos int, max int, visit func(ifindex int, name stri
 				if n == max {
 					return pos + n, false
 				}
-				e := &t.ents[it.slot]
-				visit(int(it.key), e.name, e.v)
+				r := &ch[k]
+				visit(int(r.key), r.name, r.v)
 				n++
 			}
 		}
@@ -540,15 +556,15 @@ func (t *Table[T]) ListNaive(pos int, max int, visit func(ifindex int, name stri
 // false. It merges the sorted index buckets through a heap: O(n log
 // nbuckets) time, O(nbuckets) memory.
 func (t *Table[T]) Range(visit func(ifindex int, name string, v T) bool) {
-	// A heap of bucket cursors ordered by the key at their position.
+	// A heap of bucket positions ordered by the key found there.
 	type head struct {
 		key    int32
 		b      int32
 		ci, pi int32
 	}
-	h := make([]head, 0, len(t.idx))
-	for b, chunks := range t.idx {
-		if len(chunks) > 0 {
+	h := make([]head, 0, len(t.bk))
+	for b := range t.bk {
+		if chunks := t.bk[b].chunks; len(chunks) > 0 {
 			h = append(h, head{key: chunks[0][0].key, b: int32(b)})
 		}
 	}
@@ -574,10 +590,9 @@ func (t *Table[T]) Range(visit func(ifindex int, name string, v T) bool) {
 	}
 	for len(h) > 0 {
 		top := &h[0]
-		chunks := t.idx[top.b]
-		it := chunks[top.ci][top.pi]
-		e := &t.ents[it.slot]
-		if !visit(int(it.key), e.name, e.v) {
+		chunks := t.bk[top.b].chunks
+		r := &chunks[top.ci][top.pi]
+		if !visit(int(r.key), r.name, r.v) {
 			return
 		}
 		top.pi++
@@ -603,22 +618,25 @@ type Stats struct {
 	MaxBucket  int // entries in the longest index bucket
 	Chunks     int
 	NameSlots  int
-	IndexBytes int // index buckets: chunk items and chunk headers
+	IndexBytes int // index buckets: chunks of entries and directories
 	NameBytes  int // name hash
-	EntryBytes int // entry slab and free list (excluding the names' bytes)
 }
 
-// Stats returns the table's shape and the bytes its structures hold.
+// Stats returns the table's shape and the bytes its structures hold (not
+// counting the bytes of the name strings or what values point to).
 func (t *Table[T]) Stats() Stats {
 	var s Stats
-	s.Entries, s.Buckets, s.NameSlots = t.n, len(t.idx), len(t.names)
-	s.IndexBytes = 24 * cap(t.idx)
-	for _, chunks := range t.idx {
-		s.IndexBytes += 24 * cap(chunks)
-		s.Chunks += len(chunks)
+	s.Entries, s.Buckets, s.NameSlots = t.n, len(t.bk), len(t.names)
+	var r rec[T]
+	var b bucket[T]
+	s.IndexBytes = int(unsafe.Sizeof(b)) * cap(t.bk)
+	for i := range t.bk {
+		bk := &t.bk[i]
+		s.IndexBytes += 24*cap(bk.chunks) + 4*cap(bk.lasts)
+		s.Chunks += len(bk.chunks)
 		k := 0
-		for _, ch := range chunks {
-			s.IndexBytes += 8 * cap(ch)
+		for _, ch := range bk.chunks {
+			s.IndexBytes += int(unsafe.Sizeof(r)) * cap(ch)
 			k += len(ch)
 		}
 		if k > s.MaxBucket {
@@ -626,7 +644,5 @@ func (t *Table[T]) Stats() Stats {
 		}
 	}
 	s.NameBytes = 8 * cap(t.names)
-	var e entry[T]
-	s.EntryBytes = int(unsafe.Sizeof(e))*cap(t.ents) + 4*cap(t.free)
 	return s
 }

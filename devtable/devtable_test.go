@@ -12,27 +12,30 @@ import (
 // check verifies the table's internal invariants.
 func (t *Table[T]) check() error {
 	n := 0
-	for b, chunks := range t.idx {
+	for b := range t.bk {
+		bk := &t.bk[b]
+		if len(bk.lasts) != len(bk.chunks) {
+			return fmt.Errorf("bucket %d: %d lasts for %d chunks", b, len(bk.lasts), len(bk.chunks))
+		}
 		prev := int32(0)
-		for ci, ch := range chunks {
+		for ci, ch := range bk.chunks {
 			if len(ch) == 0 || len(ch) > chunkMax {
-				return fmt.Errorf("bucket %d chunk %d has %d items", b, ci, len(ch))
+				return fmt.Errorf("bucket %d chunk %d has %d entries", b, ci, len(ch))
 			}
-			for _, it := range ch {
-				if it.key <= prev {
-					return fmt.Errorf("bucket %d: key %d after %d", b, it.key, prev)
+			if bk.lasts[ci] != ch[len(ch)-1].key {
+				return fmt.Errorf("bucket %d chunk %d: last %d, directory says %d", b, ci, ch[len(ch)-1].key, bk.lasts[ci])
+			}
+			for _, r := range ch {
+				if r.key <= prev {
+					return fmt.Errorf("bucket %d: key %d after %d", b, r.key, prev)
 				}
-				if int(it.key&t.mask) != b {
-					return fmt.Errorf("key %d in bucket %d", it.key, b)
+				if int(r.key&t.mask) != b {
+					return fmt.Errorf("key %d in bucket %d", r.key, b)
 				}
-				e := t.ents[it.slot]
-				if !e.used || e.ifindex != it.key {
-					return fmt.Errorf("key %d points at slot %d = %+v", it.key, it.slot, e)
+				if _, got := t.nameFind(r.name, hashName(r.name)); got == nil || got.key != r.key {
+					return fmt.Errorf("name %q of %d not found in the name hash", r.name, r.key)
 				}
-				if i, ok := t.nameFind(e.name, hashName(e.name)); !ok || int32(uint32(t.names[i])-1) != it.slot {
-					return fmt.Errorf("name %q of %d not found in the name hash", e.name, it.key)
-				}
-				prev = it.key
+				prev = r.key
 				n++
 			}
 		}
@@ -151,7 +154,7 @@ func listAll[T any](tb *Table[T], page int) []int {
 	var got []int
 	c := Cursor{}
 	for calls := 0; !c.Done(); calls++ {
-		if calls > tb.Len()+len(tb.idx)+2 {
+		if calls > tb.Len()+len(tb.bk)+2 {
 			panic("listing does not end")
 		}
 		c = tb.List(c, page, func(ifindex int, _ string, _ T) { got = append(got, ifindex) })
