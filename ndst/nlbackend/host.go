@@ -2,6 +2,7 @@ package nlbackend
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
@@ -148,18 +149,19 @@ func readKernelConfig(release string) (map[string]string, string) {
 	return map[string]string{}, ""
 }
 
-// parseConfig reads "CONFIG_X=value" lines; comments are skipped.
+// parseConfig reads the "CONFIG_HZ=" and "CONFIG_PREEMPT..." lines of a
+// kernel configuration; everything else is skipped.
 func parseConfig(r io.Reader) map[string]string {
 	cfg := map[string]string{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "CONFIG_") {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("CONFIG_HZ=")) && !bytes.HasPrefix(line, []byte("CONFIG_PREEMPT")) {
 			continue
 		}
-		k, v, ok := strings.Cut(line, "=")
+		k, v, ok := bytes.Cut(line, []byte("="))
 		if ok {
-			cfg[k] = strings.Trim(v, `"`)
+			cfg[string(k)] = strings.Trim(string(v), `"`)
 		}
 	}
 	return cfg

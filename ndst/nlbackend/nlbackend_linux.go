@@ -41,7 +41,10 @@ type Backend struct {
 	created bool // Open created the namespace
 	h       *netlink.Handle
 	c       *conn
-	host    HostFacts
+	// host is probed in the background from Open (reading the kernel
+	// configuration takes a millisecond or two); hostReady closes then.
+	host      HostFacts
+	hostReady chan struct{}
 
 	mu sync.Mutex
 	// noDummy is set once the kernel refused kind dummy.
@@ -104,7 +107,12 @@ func openOn(o Options, ns netns.NsHandle) (*Backend, error) {
 		h.Close()
 		return nil, fmt.Errorf("open a netlink socket in namespace %s: %w", o.Netns, err)
 	}
-	return &Backend{o: o, log: o.Logger, ns: ns, id: id, h: h, c: c, host: ProbeHost()}, nil
+	b := &Backend{o: o, log: o.Logger, ns: ns, id: id, h: h, c: c, hostReady: make(chan struct{})}
+	go func() {
+		b.host = ProbeHost()
+		close(b.hostReady)
+	}()
+	return b, nil
 }
 
 // Name implements ndst.Backend.
@@ -117,7 +125,10 @@ func (b *Backend) Netns() string { return b.o.Netns }
 func (b *Backend) Created() bool { return b.created }
 
 // Host returns what was read about the host when the backend was opened.
-func (b *Backend) Host() HostFacts { return b.host }
+func (b *Backend) Host() HostFacts {
+	<-b.hostReady
+	return b.host
+}
 
 // Close implements ndst.Backend.
 func (b *Backend) Close() error {
@@ -163,6 +174,7 @@ func (b *Backend) errVanished(op string) error {
 // newResult fills the fields every netlink Result shares.
 func (b *Backend) newResult(op string) *ndst.Result {
 	r := &ndst.Result{Op: op, Backend: "netlink", Result: ndst.ResultOK}
+	<-b.hostReady
 	if b.host.HZ > 0 {
 		hz := b.host.HZ
 		r.HZ = &hz
@@ -331,47 +343,37 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	lat := make([]int64, len(units))
 	ok := make([]bool, len(units))
 	var firstErr error
-	firstErrAt := len(units)
 	requests := 0
 	var m msg
 	start := time.Now()
 	probe := kind == "dummy" // the first request finds out whether dummy exists
 	for i := 0; i < len(units) && firstErr == nil; {
 		if err := ctx.Err(); err != nil {
-			firstErr, firstErrAt = err, i
+			firstErr = err
 			break
 		}
 		end := min(i+window, len(units))
 		if probe {
 			end = i + 1
 		}
-		want := make(map[uint32]int, end-i)
-		for j := i; j < end; j++ {
-			m.b = m.b[:0]
-			seq := b.c.nextSeq()
-			appendNewLink(&m, seq, kind, units[j].name, units[j].peer, GroupOwned)
-			t0 := time.Now()
-			err := b.c.send(m.b)
-			lat[j] = int64(time.Since(t0))
-			requests++
-			if err != nil {
-				firstErr, firstErrAt = fmt.Errorf("send RTM_NEWLINK for %s: %w", units[j].name, err), j
-				end = j
-				break
-			}
-			want[seq] = j
-		}
-		err := b.c.acks(want, time.Now().Add(ackTimeout), func(j int, err error) {
-			if err == nil {
-				ok[j] = true
-				return
-			}
-			if j < firstErrAt {
-				firstErr, firstErrAt = b.createError(units[j], kind, err), j
-			}
+		// The window runs under a timeout: a create waits for the RTNL
+		// lock inside the kernel. Its goroutine writes only w, which is
+		// merged once it has finished.
+		w := addWindow{lat: make([]int64, end-i), ok: make([]bool, end-i), errAt: -1}
+		err := b.bounded(ackTimeout+time.Second, "create links", func() error {
+			return b.createWindow(&w, &m, kind, units[i:end], ackTimeout)
 		})
-		if err != nil && firstErr == nil {
-			firstErr, firstErrAt = fmt.Errorf("add: reading the kernel's answers: %w", err), end
+		if err != nil {
+			requests += end - i
+			firstErr = fmt.Errorf("add: %w (the outcome of the last %d requests is unknown)", err, end-i)
+			break
+		}
+		requests += w.sent
+		copy(lat[i:end], w.lat)
+		copy(ok[i:end], w.ok)
+		firstErr = w.err
+		if w.sent < end-i && w.err == nil {
+			end = i + w.sent
 		}
 		hook("add-window", countOK(ok)*perUnit)
 		if probe {
@@ -385,7 +387,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 				kind = "ifb"
 				res.Kind = kind
 				b.notef(res, "this kernel has no dummy link type; using ifb (choose with --kind)")
-				firstErr, firstErrAt = nil, len(units)
+				firstErr = nil
 				continue // retry the same unit as ifb
 			}
 		}
@@ -412,6 +414,44 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	}
 	b.log.Debug("add", zap.Int("count", res.Count), zap.String("kind", kind), zap.Duration("wall", time.Duration(res.WallNS)))
 	return res, nil
+}
+
+// addWindow is the outcome of one window of creates.
+type addWindow struct {
+	lat   []int64
+	ok    []bool
+	sent  int
+	err   error // the first failure, at index errAt of the window
+	errAt int
+}
+
+// createWindow sends one RTM_NEWLINK per unit, timing each send (the kernel
+// creates the link inside it), then reads the acknowledgements.
+func (b *Backend) createWindow(w *addWindow, m *msg, kind string, units []unit, timeout time.Duration) error {
+	want := make(map[uint32]int, len(units))
+	for j, u := range units {
+		m.b = m.b[:0]
+		seq := b.c.nextSeq()
+		appendNewLink(m, seq, kind, u.name, u.peer, GroupOwned)
+		t0 := time.Now()
+		err := b.c.send(m.b)
+		w.lat[j] = int64(time.Since(t0))
+		if err != nil {
+			w.err, w.errAt = fmt.Errorf("send RTM_NEWLINK for %s: %w", u.name, err), j
+			break
+		}
+		w.sent++
+		want[seq] = j
+	}
+	return b.c.acks(want, time.Now().Add(timeout), func(j int, err error) {
+		if err == nil {
+			w.ok[j] = true
+			return
+		}
+		if w.err == nil || j < w.errAt {
+			w.err, w.errAt = b.createError(units[j], kind, err), j
+		}
+	})
 }
 
 func countOK(ok []bool) int {
@@ -647,24 +687,30 @@ func (b *Backend) moveToGroup(ctx context.Context, sel []link, group uint32) (mo
 			want[seq] = j
 		}
 		// One datagram carries the whole window: the kernel handles each
-		// message in turn and queues one acknowledgement per message.
-		if err := b.c.send(m.b); err != nil {
+		// message in turn and queues one acknowledgement per message. It
+		// runs under a timeout (RTNL waits); its goroutine writes only its
+		// own counters, read once it has finished.
+		requests += end - i
+		var n int
+		var firstErr error
+		err := b.bounded(ackTimeout+time.Second, "move devices", func() error {
+			if err := b.c.send(m.b); err != nil {
+				return err
+			}
+			return b.c.acks(want, time.Now().Add(ackTimeout), func(j int, e error) {
+				switch {
+				case e == nil:
+					n++
+				case errors.Is(e, unix.ENODEV):
+				case firstErr == nil:
+					firstErr = fmt.Errorf("move %s to group %d: %w", sel[j].Name, group, e)
+				}
+			})
+		})
+		if err != nil {
 			return moved, requests, fmt.Errorf("move devices to group %d: %w", group, err)
 		}
-		requests += end - i
-		var firstErr error
-		aerr := b.c.acks(want, time.Now().Add(ackTimeout), func(j int, e error) {
-			switch {
-			case e == nil:
-				moved++
-			case errors.Is(e, unix.ENODEV):
-			case firstErr == nil:
-				firstErr = fmt.Errorf("move %s to group %d: %w", sel[j].Name, group, e)
-			}
-		})
-		if aerr != nil {
-			return moved, requests, fmt.Errorf("move devices to group %d: %w", group, aerr)
-		}
+		moved += n
 		if firstErr != nil {
 			return moved, requests, firstErr
 		}

@@ -234,25 +234,39 @@ func TestForeignDevicesSkipped(t *testing.T) {
 }
 
 func TestBatchedVsOneByOne(t *testing.T) {
-	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
-	ctx := context.Background()
-	const n = 12
-	mustAdd(t, b, ndst.AddRequest{Count: n})
-	one, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1, OneByOne: true})
-	if err != nil || one.Count != n || one.Batched || one.Latency == nil || one.Counters["batches"] != n {
-		t.Fatalf("Del(one by one) = %+v, %v; want %d deleted in %d batches with latency", one, err, n, n)
+	tests := []struct {
+		kind     string
+		requests int64 // one-by-one requests for 12 devices
+	}{
+		{"ifb", 12},
+		{"veth", 6}, // one RTM_DELLINK per pair
 	}
-	mustAdd(t, b, ndst.AddRequest{Count: n})
-	bat, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
-	if err != nil || bat.Count != n || !bat.Batched || bat.Counters["batches"] != 1 || bat.Counters["netlink_requests"] != 1 {
-		t.Fatalf("Del(batched) = %+v, %v; want %d deleted by one request", bat, err, n)
-	}
-	t.Logf("%d devices: one by one %v (median %v each), batched %v",
-		n, time.Duration(one.WallNS), time.Duration(one.Latency.MedianNS), time.Duration(bat.WallNS))
-	// Not a speed assertion (those are in BenchmarkRatios): only that both
-	// measured something and that one-by-one per-device times add up.
-	if one.Latency.MinNS <= 0 || one.Latency.MaxNS > one.WallNS {
-		t.Errorf("Del(one by one) latency %+v with wall %d: want 0 < min, max <= wall", one.Latency, one.WallNS)
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			b := openFresh(t, Options{Kind: tt.kind, KindExplicit: true})
+			ctx := context.Background()
+			const n = 12
+			mustAdd(t, b, ndst.AddRequest{Count: n})
+			one, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1, OneByOne: true})
+			if err != nil || one.Count != n || one.Batched || one.Latency == nil || one.Counters["batches"] != tt.requests {
+				t.Fatalf("Del(one by one) = %+v, %v; want %d deleted in %d requests with latency", one, err, n, tt.requests)
+			}
+			mustAdd(t, b, ndst.AddRequest{Count: n})
+			bat, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+			if err != nil || bat.Count != n || !bat.Batched || bat.Counters["batches"] != 1 || bat.Counters["netlink_requests"] != 1 {
+				t.Fatalf("Del(batched) = %+v, %v; want %d deleted by one request", bat, err, n)
+			}
+			if owned, _ := names(mustList(t, b)); len(owned) != 0 {
+				t.Errorf("after Del(batched): %v left, want none", owned)
+			}
+			t.Logf("%d %s devices: one by one %v (median %v per request), batched %v",
+				n, tt.kind, time.Duration(one.WallNS), time.Duration(one.Latency.MedianNS), time.Duration(bat.WallNS))
+			// Not a speed assertion (those are in BenchmarkRatios): only
+			// that both measured something consistent.
+			if one.Latency.MinNS <= 0 || one.Latency.MaxNS > one.WallNS || bat.WallNS <= 0 {
+				t.Errorf("Del(one by one) latency %+v with wall %d, batched wall %d: want 0 < min, max <= wall", one.Latency, one.WallNS, bat.WallNS)
+			}
+		})
 	}
 }
 
