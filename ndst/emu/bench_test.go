@@ -74,7 +74,7 @@ func BenchmarkRetainedPerDevice(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		k, err := be.boot()
+		k, err := be.boot(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}

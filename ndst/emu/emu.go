@@ -204,7 +204,7 @@ type kernel struct {
 
 const maxKernelLog = 64
 
-func (b *Backend) boot() (*kernel, error) {
+func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	r := b.r
 	wd := sim.Time(r.cfg.Watchdog)
 	e, err := sim.New(sim.Config{
@@ -237,7 +237,12 @@ func (b *Backend) boot() (*kernel, error) {
 			r.cfg.Printk(time.Duration(at), msg)
 		}
 	})
-	for _, d := range b.state.Devices {
+	for i, d := range b.state.Devices {
+		if i%65536 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		if err := reg.Restore(d.Name, int(d.Ifindex)); err != nil {
 			return nil, fmt.Errorf("state file %s: %w", b.r.cfg.StatePath, err)
 		}
@@ -297,7 +302,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	}
 	res := b.newResult("add", false)
 	wall := time.Now()
-	k, err := b.boot()
+	k, err := b.boot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +324,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 			t.CondResched() // a long module loop must let others run
 		}
 	})
+	if runErr != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("stopped after %v virtual: %d of %d devices had been created; the state file is unchanged", virt, created, req.Count))
+	}
 	return b.finish(k, res, virt, time.Since(wall), lat, created, errors.Join(runErr, addErr))
 }
 
@@ -348,7 +356,7 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	batched := b.r.profile.Batched && !req.OneByOne
 	res := b.newResult("del", batched)
 	wall := time.Now()
-	k, err := b.boot()
+	k, err := b.boot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -426,6 +434,10 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 			res.Error = runErr.Error()
 			res.Notes = append(res.Notes, remedy(b.r, lock != nil))
 			return res, fmt.Errorf("%w: %v", ndst.ErrLivelock, runErr)
+		case errors.Is(runErr, context.Canceled):
+			res.Result = ndst.ResultError
+			res.Error = "interrupted"
+			return res, fmt.Errorf("interrupted: %w", runErr)
 		default:
 			res.Result = ndst.ResultError
 			res.Error = runErr.Error()
@@ -502,7 +514,7 @@ func (b *Backend) List(ctx context.Context, req ndst.ListRequest) ([]ndst.Device
 	if req.PageSize < 0 {
 		return nil, ndst.Usagef("page size must not be negative")
 	}
-	k, err := b.boot()
+	k, err := b.boot(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ndst-project/ndst/statefile"
+)
+
+// buildNdst compiles the CLI once per test binary run.
+func buildNdst(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ndst")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestSignalsLeaveAConsistentState interrupts long emulated commands at
+// random points with SIGINT or SIGTERM. The process must stop promptly and
+// leave the state file either exactly as before or as after a complete run.
+func TestSignalsLeaveAConsistentState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ndst binary")
+	}
+	bin := buildNdst(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 150000
+	for i := range 6 {
+		state := filepath.Join(t.TempDir(), "state")
+		if _, e, c := ndstRun(t, state, "--watchdog", "0", "add", "150000"); c != 0 {
+			t.Fatalf("setup add = %d: %s", c, e)
+		}
+		before, _ := os.ReadFile(state)
+		sig := []os.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
+		args := []string{"--state", state, "--watchdog", "0", "del", "1", "150000"}
+		if i%3 == 2 {
+			args = []string{"--state", state, "--watchdog", "0", "add", "400000"}
+		}
+		cmd := exec.Command(bin, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(20+rng.IntN(600)) * time.Millisecond)
+		sent := time.Now()
+		_ = cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		took := time.Since(sent)
+		if took > 3*time.Second {
+			t.Errorf("run %d: %v took %v to stop", i, sig, took)
+		}
+		op := args[4]
+		t.Logf("run %d: %s %v: exit %v after %v", i, strings.Join(args[4:], " "), sig, err, took.Round(time.Millisecond))
+
+		s, lerr := statefile.Load(state)
+		if lerr != nil {
+			t.Fatalf("run %d: state after %v is unreadable: %v", i, sig, lerr)
+		}
+		after, _ := os.ReadFile(state)
+		var ee *exec.ExitError
+		switch {
+		case err == nil: // finished before the signal: a complete run
+			if want := map[string]int{"del": 0, "add": n + 400000}[op]; len(s.Devices) != want {
+				t.Errorf("run %d: completed %s left %d devices, want %d", i, op, len(s.Devices), want)
+			}
+		case errors.As(err, &ee) && ee.ExitCode() == 1:
+			if !bytes.Equal(before, after) {
+				t.Errorf("run %d: interrupted %s changed the state file (%d devices)", i, op, len(s.Devices))
+			}
+			if out := stdout.String() + stderr.String(); !strings.Contains(out, "interrupted") {
+				t.Errorf("run %d: output does not say it was interrupted: %q", i, out)
+			}
+		default:
+			t.Errorf("run %d: exit %v, stderr %q", i, err, stderr.String())
+		}
+	}
+}
