@@ -226,7 +226,7 @@ func TestRunOnHost(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skipf("calibration needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); running as uid %d", os.Geteuid())
 	}
-	ns := "ndst-test-cal-" + strings.ReplaceAll(t.Name(), "/", "-")
+	ns := fmt.Sprintf("ndst-test-cal-%d", os.Getpid())
 	var notes []string
 	r, err := Run(context.Background(), Options{Netns: ns, GPSamples: 30, Small: 10, Large: 40, Rounds: 2, RoundTrips: 50,
 		Notef: func(f string, a ...any) { notes = append(notes, f) }})
@@ -240,8 +240,13 @@ func TestRunOnHost(t *testing.T) {
 	if r.CreateNS <= 0 || r.RoundTripNS <= 0 || len(r.Batches) != 2 || r.Batches[1].Devices != 40 || r.Creates != 100 || r.Table == nil {
 		t.Errorf("Run() = %+v, want create and round-trip times, two batch sizes (10, 40), 100 creates, a table", r)
 	}
-	if r.Host.CPUs > 1 && (r.GP == nil || r.GP.N != 30 || r.GP.MinNS <= 0) {
-		t.Errorf("Run() GP = %+v (error %q), want 30 samples", r.GP, r.GPError)
+	switch {
+	case r.GP == nil && r.GPError == "":
+		t.Errorf("Run() has neither a grace-period distribution nor a reason for its absence")
+	case r.GP != nil && (r.GP.N != 30 || r.GP.MinNS <= 0):
+		t.Errorf("Run() GP = %+v, want 30 samples", r.GP)
+	case r.GP == nil:
+		t.Logf("grace periods not measured here: %s", r.GPError)
 	}
 	if err := r.Table.Validate(); err != nil {
 		t.Errorf("Run() table: %v", err)

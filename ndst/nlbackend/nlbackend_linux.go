@@ -314,8 +314,10 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	}
 	units := make([]unit, 0, len(names))
 	if kind == "veth" {
+		// The kernel registers the peer first: giving it the lower
+		// number keeps names and ifindexes in the same order.
 		for i := 0; i < len(names); i += 2 {
-			units = append(units, unit{names[i], names[i+1]})
+			units = append(units, unit{name: names[i+1], peer: names[i]})
 		}
 	} else {
 		for _, n := range names {
@@ -514,11 +516,15 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 				owned++
 			}
 		}
-		return fail(res, fmt.Errorf("del %d %d: %w owned by ndst in namespace %s (it has %d such devices; %d foreign devices in the range were skipped)",
-			req.Start, req.Stop, ndst.ErrNoDevices, b.o.Netns, owned, skipped))
+		return fail(res, fmt.Errorf("del %d %d: %w created by ndst in namespace %s (it has %s; %s not created by ndst left alone)",
+			req.Start, req.Stop, ndst.ErrNoDevices, b.o.Netns, plural(owned, "such device"), plural(skipped, "device")))
 	}
 	if extraPeers > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%s outside the range deleted with their pairs", plural(extraPeers, "veth peer")))
+		with := "with their pairs"
+		if extraPeers == 1 {
+			with = "with its pair"
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("%s outside the range deleted %s", plural(extraPeers, "veth peer"), with))
 	}
 	if skipped > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s in the range not created by ndst (such as lo) left alone", plural(skipped, "device")))

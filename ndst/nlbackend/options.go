@@ -32,8 +32,8 @@
 //     dummy link type, unless the kind was given explicitly.
 //   - veth: a pair is two devices. add N with kind veth needs an even N and
 //     creates N/2 pairs; both ends are named from the template (consecutive
-//     free numbers, the first end named by the lower number) and both are
-//     owned. The kernel cannot delete one end alone, so del treats a pair as
+//     free numbers; the kernel registers the peer first, so the peer gets
+//     the lower number and the lower ifindex) and both are owned. The kernel cannot delete one end alone, so del treats a pair as
 //     one unit: when one end is in the range its peer is deleted too, and
 //     both are counted (a note says how many peers lay outside the range).
 //   - Del deletes the owned links whose ifindex is in [Start, Stop]: by
