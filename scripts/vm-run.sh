@@ -23,16 +23,16 @@
 # cached in ${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}.
 #
 # Output (stdout) is line-based; every line the rig adds starts with "@@ndst-vm ":
-#   @@ndst-vm host accel=tcg cpus=1 preempt=none release=6.1.0-57-amd64 kernel=...
-#   @@ndst-vm guest release=... cpus=1 preempt=none hz=250 uptime=2.14
+#   @@ndst-vm host accel=tcg cpus=1 preempt=none release=6.1.0-57-amd64 hz=250 load1=0.12 kernel=...
 #   @@ndst-vm module dummy loaded
+#   @@ndst-vm guest release=6.1.0-57-amd64 cpus=1 preempt=none uptime=2.14
 #   @@ndst-vm begin 1 add 100
 #   ...the command's stdout, verbatim...
 #   @@ndst-vm stderr 1
 #   ...the command's stderr, verbatim...
 #   @@ndst-vm end 1 exit=0 seconds=0.31
 #   @@ndst-vm done
-#   @@ndst-vm host wall_ms=8123
+#   @@ndst-vm host wall_ms=8123 load1_end=0.95
 # The guest's kernel console is kept apart (a second serial port carries the output).
 #
 # Exit status: 0 every command exited 0; 1 a command exited non-zero; 2 usage error;
@@ -329,7 +329,7 @@ fetch_registry() {
 		[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
 		if ! (cd "$tmp" && timeout 600 apt-get "${aopts[@]}" download "$pkg=$ver") >"$log" 2>&1; then
 			local why
-			why=$(grep -E '^(E|Err):' "$log" | head -n2 | tr '\n' ' ')
+			why=$(grep -E '^E:' "$log" | head -n1 | sed 's/^E: //; s/  */ /g')
 			rm -rf "$tmp"
 			die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? (${why:-apt-get download failed})"
 		fi
@@ -520,7 +520,10 @@ esac
 cpu=()
 [[ $accel != kvm ]] || cpu=(-cpu host)
 
-echo "@@ndst-vm host accel=$accel cpus=$cpus preempt=$preempt release=$k_release hz=${hz:-unknown} kernel=$k_source"
+# The host's load average goes with the timings: TCG guests slow down when
+# the host's cores are busy.
+load1() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo unknown; }
+echo "@@ndst-vm host accel=$accel cpus=$cpus preempt=$preempt release=$k_release hz=${hz:-unknown} load1=$(load1) kernel=$k_source"
 note "booting $k_release (accel $accel, $cpus CPU, preempt=$preempt, timeout ${timeout_s}s)"
 
 : >"$work/console.log"
@@ -551,7 +554,7 @@ if ! grep -q '^@@ndst-vm ' "$work/data.txt"; then
 	tr -d '\r' <"$work/console.log" | sed -n '/^@@ndst-vm /,$p' >"$work/data.txt"
 fi
 cat "$work/data.txt"
-echo "@@ndst-vm host wall_ms=$wall_ms"
+echo "@@ndst-vm host wall_ms=$wall_ms load1_end=$(load1)"
 
 console_tail() {
 	echo "--- last lines of the guest console:" >&2

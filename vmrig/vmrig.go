@@ -108,8 +108,8 @@ func Skippable(err error) bool {
 
 // Boot is what one boot produced.
 type Boot struct {
-	// Host holds the host header: accel, cpus, preempt, release, hz, kernel
-	// and, from the last line, wall_ms.
+	// Host holds the host header: accel, cpus, preempt, release, hz,
+	// load1, kernel and, from the last line, wall_ms and load1_end.
 	Host map[string]string
 	// Guest holds the guest header: release, cpus, preempt, uptime.
 	Guest map[string]string

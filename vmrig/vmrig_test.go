@@ -180,6 +180,11 @@ func TestVMRunBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"NDST_VM_CACHE=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
+	// apt through a proxy that refuses connections: Debian's registry is unreachable.
+	badAPT := filepath.Join(dir, "apt.conf")
+	if err := os.WriteFile(badAPT, []byte("Acquire::http::Proxy \"http://127.0.0.1:9\";\nAcquire::https::Proxy \"http://127.0.0.1:9\";\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name     string
@@ -202,6 +207,7 @@ func TestVMRunBadInput(t *testing.T) {
 		{"busybox not static", []string{"--", "list"}, []string{"NDST_QEMU=bash", "NDST_BUSYBOX=/bin/bash"}, KindHost, "dynamically linked"},
 		{"not a kernel", []string{"--fetch-only", "--kernel", notKernel}, nil, KindKernel, "neither a Debian package nor a bzImage"},
 		{"kernel without dummy.ko", []string{"--fetch-only", "--kernel", noDummy}, nil, KindKernel, "has no dummy.ko"},
+		{"registry unreachable", []string{"--fetch-only"}, []string{"APT_CONFIG=" + badAPT, "NDST_VM_CACHE=" + filepath.Join(dir, "emptycache")}, KindKernel, "Debian's registry"},
 		{"kernel with dummy built in", []string{"--fetch-only", "--kernel", builtin}, nil, 0, ""},
 	}
 	for _, tc := range tests {
