@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -879,11 +880,13 @@ func summarize(ds []int64) *ndst.Latency {
 	return &ndst.Latency{MinNS: s[0], MedianNS: s[len(s)/2], P99NS: s[min(p99, len(s))-1], MaxNS: s[len(s)-1]}
 }
 
-// Reset deletes the namespace o.Netns: first every ndst link in it, one
-// group delete per interface group (each returns once its devices are freed,
-// bounded by a timeout), then the name itself, like `ip netns del`. The
-// namespace's remaining devices (lo, foreign ones) go with it when the kernel
-// destroys it. A namespace that does not exist is not an error.
+// Reset deletes the namespace o.Netns like `ip netns del`, but first
+// deletes its devices itself so that they are gone when Reset returns: every
+// ndst link with one group delete per interface group, then any other
+// virtual device one by one (they would die with the namespace anyway; a
+// notice names them). Each request returns once its devices are freed and
+// is bounded by a timeout. lo and physical devices are left to the kernel.
+// A namespace that does not exist is not an error.
 func Reset(ctx context.Context, o Options) error {
 	o, err := o.normalize()
 	if err != nil {
@@ -913,7 +916,7 @@ func Reset(ctx context.Context, o Options) error {
 		unix.Close(fd)
 		return err
 	}
-	err = b.deleteAllOwned()
+	err = b.deleteAll()
 	b.Close()
 	if err != nil {
 		return fmt.Errorf("reset %s: %w", o.Netns, err)
@@ -921,8 +924,9 @@ func Reset(ctx context.Context, o Options) error {
 	return removeNetns(o.Netns)
 }
 
-// deleteAllOwned deletes every ndst link, one group delete per group.
-func (b *Backend) deleteAllOwned() error {
+// deleteAll deletes every ndst link, one group delete per group, then the
+// other virtual devices one by one.
+func (b *Backend) deleteAll() error {
 	links, err := b.dump()
 	if err != nil {
 		return err
@@ -942,6 +946,31 @@ func (b *Backend) deleteAllOwned() error {
 		if err != nil {
 			return fmt.Errorf("delete interface group %d (%d devices): %w", g, n, err)
 		}
+	}
+	if len(groups) > 0 {
+		if links, err = b.dump(); err != nil {
+			return err
+		}
+	}
+	var others []string
+	for _, l := range links {
+		if Owned(l.Group) || l.Kind == "loopback" || l.Kind == "" {
+			continue // lo, and devices without a link kind (physical)
+		}
+		var m msg
+		seq := b.c.nextSeq()
+		appendDelLink(&m, seq, l.Index, 0)
+		err := b.bounded(requestTimeout+time.Second, "delete "+l.Name, func() error { return b.c.request(&m, seq, requestTimeout) })
+		switch {
+		case err == nil:
+			others = append(others, l.Name)
+		case errors.Is(err, unix.ENODEV), errors.Is(err, unix.EOPNOTSUPP):
+		default:
+			return fmt.Errorf("delete %s: %w", l.Name, err)
+		}
+	}
+	if len(others) > 0 {
+		b.o.note("reset: also deleted %s not created by ndst: %s", plural(len(others), "device"), strings.Join(others, ", "))
 	}
 	return nil
 }

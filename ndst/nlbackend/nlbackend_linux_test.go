@@ -484,9 +484,16 @@ func TestReset(t *testing.T) {
 	name := freshNS(t)
 	b := openFresh(t, Options{Netns: name, Kind: "veth", KindExplicit: true})
 	mustAdd(t, b, ndst.AddRequest{Count: 4})
+	if err := b.h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
+		t.Fatalf("LinkAdd(other0) = %v", err)
+	}
 	b.Close()
-	if err := Reset(context.Background(), Options{Netns: name}); err != nil {
+	var said []string
+	if err := Reset(context.Background(), Options{Netns: name, Notef: func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }}); err != nil {
 		t.Fatalf("Reset(%s) = %v, want nil", name, err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "other0") {
+		t.Errorf("Reset(%s) notices = %q, want one naming other0", name, said)
 	}
 	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
 		t.Errorf("after Reset, stat %s = %v; want not exist", nsPath(name), err)
