@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// small is a quick matrix with a livelocking cell and two N.
+func small() *Spec {
+	return &Spec{
+		Backends: []string{"sim"}, Profiles: []string{"2.6.31"},
+		Strategies: []string{"tick", "expedited", "barrier"},
+		HZ:         []int{1000}, CPUs: []int{1}, Preempts: []string{"none"},
+		Batches: []string{"batched"}, Counts: []int{10, 100},
+		Runs: 3, Seed: 1, Watchdog: 2 * time.Second,
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Spec)
+		want   string // substring of the error; "" for none
+	}{
+		{"ok", func(*Spec) {}, ""},
+		{"unknown strategy", func(s *Spec) { s.Strategies = []string{"tick", "nap"} }, `--strategy: unknown name "nap"`},
+		{"unknown profile", func(s *Spec) { s.Profiles = []string{"2.6.32"} }, `--profile: unknown name "2.6.32"`},
+		{"unknown preempt", func(s *Spec) { s.Preempts = []string{"lazy"} }, `--preempt: unknown name "lazy"`},
+		{"unknown batch", func(s *Spec) { s.Batches = []string{"bulk"} }, `--batch: unknown name "bulk"`},
+		{"unknown backend", func(s *Spec) { s.Backends = []string{"qemu"} }, `--backend: unknown name "qemu"`},
+		{"empty name", func(s *Spec) { s.Strategies = []string{""} }, "--strategy: empty name"},
+		{"empty strategies", func(s *Spec) { s.Strategies = nil }, "--strategy: empty list"},
+		{"empty counts", func(s *Spec) { s.Counts = nil }, "--count: empty list"},
+		{"empty hz", func(s *Spec) { s.HZ = nil }, "--hz: empty list"},
+		{"duplicate", func(s *Spec) { s.Strategies = []string{"tick", "tick"} }, `"tick" is listed twice`},
+		{"duplicate count", func(s *Spec) { s.Counts = []int{5, 5} }, "--count: 5 is listed twice"},
+		{"hz range", func(s *Spec) { s.HZ = []int{0} }, "--hz: 0 is out of range"},
+		{"cpus range", func(s *Spec) { s.CPUs = []int{5000} }, "--cpus: 5000 is out of range"},
+		{"count range", func(s *Spec) { s.Counts = []int{0} }, "--count: 0 is out of range"},
+		{"runs", func(s *Spec) { s.Runs = 0 }, "--runs: 0 is out of range"},
+		{"too many cells", func(s *Spec) {
+			s.Counts = make([]int, 4000)
+			for i := range s.Counts {
+				s.Counts[i] = i + 1
+			}
+		}, "more than 10000 needs --yes"},
+		{"too many cells confirmed", func(s *Spec) {
+			s.Counts = make([]int, 4000)
+			for i := range s.Counts {
+				s.Counts[i] = i + 1
+			}
+			s.Confirmed = true
+		}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := small()
+			tc.change(s)
+			err := s.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			case tc.want != "" && !ndst.IsUsage(err):
+				t.Fatalf("Validate() = %T, want a *ndst.UsageError", err)
+			}
+		})
+	}
+}
+
+func TestCheckRejectsImpossibleKernel(t *testing.T) {
+	s := small()
+	s.RCU, s.CPUs = "tiny", []int{1, 2}
+	err := s.Check(context.Background())
+	if err == nil || !ndst.IsUsage(err) || !strings.Contains(err.Error(), "--rcu tiny") {
+		t.Fatalf("Check(rcu tiny, cpus 1,2) = %v, want a usage error about --rcu tiny", err)
+	}
+}
+
+func TestNumCells(t *testing.T) {
+	tests := []struct {
+		backends []string
+		want     int
+	}{
+		{[]string{"sim"}, 3 * 2},
+		{[]string{"netlink"}, 2},
+		{[]string{"sim", "netlink"}, 3*2 + 2},
+	}
+	for _, tc := range tests {
+		s := small()
+		s.Backends = tc.backends
+		if got, cells := s.NumCells(), len(s.Cells()); got != tc.want || cells != tc.want {
+			t.Errorf("NumCells(%v) = %d (len(Cells()) = %d), want %d", tc.backends, got, cells, tc.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	tests := []struct {
+		in   []int64
+		want Stats
+	}{
+		{[]int64{5}, Stats{Min: 5, Median: 5, Max: 5, Mean: 5}},
+		{[]int64{3, 1, 2}, Stats{Min: 1, Median: 2, Max: 3, Mean: 2, Stddev: 1}},
+		{[]int64{4, 1, 3, 2}, Stats{Min: 1, Median: 2, Max: 4, Mean: 2.5, Stddev: math.Sqrt(5.0 / 3)}},
+		{nil, Stats{}},
+	}
+	for _, tc := range tests {
+		got := Summarize(tc.in)
+		if got.Min != tc.want.Min || got.Median != tc.want.Median || got.Max != tc.want.Max ||
+			math.Abs(got.Mean-tc.want.Mean) > 1e-9 || math.Abs(got.Stddev-tc.want.Stddev) > 1e-9 {
+			t.Errorf("Summarize(%v) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRelativeToFastestOfSameN(t *testing.T) {
+	rs := []Record{
+		{Cell: Cell{Count: 10}, OK: 1, MeanNS: 100},
+		{Cell: Cell{Count: 10}, OK: 1, MeanNS: 300, StddevNS: 30},
+		{Cell: Cell{Count: 20}, OK: 1, MeanNS: 1000},
+		{Cell: Cell{Count: 20}, OK: 0, MeanNS: 0},
+	}
+	relate(rs)
+	want := []float64{1, 3, 1}
+	for i, w := range want {
+		if rs[i].Relative == nil || *rs[i].Relative != w {
+			t.Errorf("relate: record %d Relative = %v, want %v", i, rs[i].Relative, w)
+		}
+	}
+	if rs[3].Relative != nil {
+		t.Errorf("relate: record without completed runs has Relative %v, want nil", *rs[3].Relative)
+	}
+	if sd := *rs[1].RelativeSD; math.Abs(sd-0.3) > 1e-9 {
+		t.Errorf("relate: RelativeSD = %v, want 0.3", sd)
+	}
+}
+
+func maskedJSON(t *testing.T, rep *Report) string {
+	t.Helper()
+	rep.MaskWall()
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestParallelEqualsSerial: the worker count changes nothing but the wall
+// clock.
+func TestParallelEqualsSerial(t *testing.T) {
+	var outs []string
+	for _, workers := range []int{1, 4} {
+		s := small()
+		s.Workers = workers
+		rep, err := Run(context.Background(), s, nil)
+		if err != nil {
+			t.Fatalf("Run(workers=%d) = %v", workers, err)
+		}
+		outs = append(outs, maskedJSON(t, rep))
+	}
+	if outs[0] != outs[1] {
+		t.Errorf("Run(workers=1) and Run(workers=4) differ:\n%s\n---\n%s", outs[0], outs[1])
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden file %s: %v (run go test ./bench -update)", path, err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test ./bench -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestGoldenOutputs(t *testing.T) {
+	rep, err := Run(context.Background(), small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.MaskWall()
+	for _, f := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"table.golden", func(b *bytes.Buffer) error { return rep.WriteTable(b) }},
+		{"report.golden.json", func(b *bytes.Buffer) error { return rep.WriteJSON(b) }},
+		{"report.golden.csv", func(b *bytes.Buffer) error { return rep.WriteCSV(b) }},
+		{"report.golden.md", func(b *bytes.Buffer) error { return rep.WriteMarkdown(b) }},
+	} {
+		var b bytes.Buffer
+		if err := f.write(&b); err != nil {
+			t.Fatalf("write %s: %v", f.name, err)
+		}
+		golden(t, f.name, b.String())
+	}
+}
+
+func TestLivelockIsAnOutcomeWithRemedy(t *testing.T) {
+	rep, err := Run(context.Background(), small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Record
+	for _, x := range rep.Results {
+		if x.Strategy == "expedited" {
+			r = x
+			break
+		}
+	}
+	if r.Livelocks != r.Runs || r.OK != 0 || r.Relative != nil {
+		t.Fatalf("expedited record = livelocks %d ok %d of %d, want all livelocked", r.Livelocks, r.OK, r.Runs)
+	}
+	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "soft-lockup watchdog") || !strings.Contains(r.Warnings[0], "--strategy tick") {
+		t.Errorf("expedited warnings = %q, want the watchdog named and a remedy", r.Warnings)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	rep, err := Run(context.Background(), small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatalf("json.Unmarshal(WriteJSON()) = %v", err)
+	}
+	if len(back.Results) != len(rep.Results) || back.Results[0].MeanNS != rep.Results[0].MeanNS {
+		t.Errorf("round trip: %d results, mean %v; want %d, %v", len(back.Results), back.Results[0].MeanNS,
+			len(rep.Results), rep.Results[0].MeanNS)
+	}
+}
+
+func TestSavePlot(t *testing.T) {
+	rep, err := Run(context.Background(), small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []struct{ name, magic string }{{"p.png", "\x89PNG"}, {"p.svg", "<?xml"}} {
+		path := filepath.Join(dir, f.name)
+		if err := rep.SavePlot(path); err != nil {
+			t.Fatalf("SavePlot(%s) = %v", f.name, err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !bytes.HasPrefix(b, []byte(f.magic)) {
+			t.Errorf("SavePlot(%s) wrote %d bytes starting %q, want %q", f.name, len(b), b[:min(len(b), 5)], f.magic)
+		}
+	}
+	if err := rep.SavePlot(filepath.Join(dir, "p.pdf")); err == nil {
+		t.Errorf("SavePlot(p.pdf) = nil, want an error")
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Run(ctx, small(), nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run(cancelled) = %v, want context.Canceled", err)
+	}
+}

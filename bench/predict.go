@@ -1,0 +1,326 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/emu"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+)
+
+// PredictProfile is the emulated profile a prediction runs: the modern
+// kernel, with its own wait strategy.
+const PredictProfile = "6.18"
+
+// PredictSpec is a prediction check: the same add and delete on the real
+// kernel and on the emulated 6.18 profile loaded with the host's
+// calibration. The calibration never includes one-by-one deletes, nor
+// batched deletes of more than a few hundred devices; nothing here is
+// fitted to the deletes being predicted.
+type PredictSpec struct {
+	Counts []int
+	// Runs is the number of real runs per N and mode; SimRuns the number
+	// of emulated ones (seeds Seed..).
+	Runs, SimRuns int
+	Seed          uint64
+	// Costs is the host's calibration; its Host section gives HZ, CPUs and
+	// the preemption model of the emulated kernel.
+	Costs *costs.Table
+	// Template names the devices.
+	Template ndst.Template
+	// Netlink configures the real backend; Netns is a throwaway namespace
+	// that Predict creates and removes.
+	Netlink nlbackend.Options
+	// Progress, when set, is told what runs.
+	Progress func(what string)
+}
+
+// PredictRow is one N and one delete mode: measured against predicted.
+type PredictRow struct {
+	Op    string `json:"op"` // "del" or "add"
+	Count int    `json:"count"`
+	Batch string `json:"batch"`
+	// MeasuredNS is the median wall time on the real kernel;
+	// PredictedNS the median virtual time of the emulated kernel.
+	MeasuredNS    int64   `json:"measured_ns"`
+	PredictedNS   int64   `json:"predicted_ns"`
+	Error         float64 `json:"relative_error"`
+	MeasuredRuns  []int64 `json:"measured_runs_ns"`
+	PredictedRuns []int64 `json:"predicted_runs_ns"`
+	// Per-device figures: the time over N.
+	MeasuredPerDeviceNS  float64 `json:"measured_per_device_ns"`
+	PredictedPerDeviceNS float64 `json:"predicted_per_device_ns"`
+	// Counters of the first emulated run (grace periods, barriers, ...).
+	SimCounters map[string]int64 `json:"sim_counters,omitempty"`
+}
+
+// Line is a straight line time = FixedNS + PerDeviceNS·N through the
+// measurements of one mode (a description of the results, not an input to
+// the model).
+type Line struct {
+	FixedNS     float64 `json:"fixed_ns"`
+	PerDeviceNS float64 `json:"per_device_ns"`
+}
+
+// Prediction is the outcome of Predict.
+type Prediction struct {
+	Profile  string `json:"profile"`
+	Strategy string `json:"strategy"`
+	HZ       int    `json:"hz"`
+	CPUs     int    `json:"cpus"`
+	Preempt  string `json:"preempt"`
+	Costs    string `json:"costs"`
+	Kernel   string `json:"kernel,omitempty"`
+	Kind     string `json:"kind"`
+
+	Rows []PredictRow `json:"rows"`
+	// Measured and Predicted are least-squares lines through the delete
+	// rows of each mode, when there are two or more N.
+	Measured  map[string]Line `json:"measured_lines,omitempty"`
+	Predicted map[string]Line `json:"predicted_lines,omitempty"`
+	Warnings  []string        `json:"warnings,omitempty"`
+}
+
+// PredictThreshold is the relative error the emulated kernel should stay
+// within.
+const PredictThreshold = 0.20
+
+// emuForHost is the emulated kernel configured as the host of t.
+func emuForHost(t *costs.Table, seed uint64) (emu.Config, error) {
+	h := t.Host
+	if h == nil || h.HZ == 0 || h.CPUs == 0 {
+		return emu.Config{}, ndst.Usagef("cost table %q has no host section with HZ and CPUs; write one with 'ndst calibrate -o FILE'", t.Source)
+	}
+	pre := h.Preempt
+	switch pre {
+	case "", "none", "voluntary", "full":
+	case "lazy", "rt":
+		pre = "full"
+	default:
+		return emu.Config{}, ndst.Usagef("cost table %q: unknown preemption model %q", t.Source, h.Preempt)
+	}
+	if pre == "" {
+		pre = "none"
+	}
+	return emu.Config{Profile: PredictProfile, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Seed: seed,
+		Costs: t, Ephemeral: true}, nil
+}
+
+// Check validates the spec without running anything.
+func (s *PredictSpec) Check() error {
+	if len(s.Counts) == 0 {
+		return ndst.Usagef("--count: empty list; give at least one value")
+	}
+	for _, n := range s.Counts {
+		if n < 1 || n > 100_000 {
+			return ndst.Usagef("--count: %d is out of range; want 1..100000", n)
+		}
+		if s.Netlink.Kind == "veth" && n%2 != 0 {
+			return ndst.Usagef("--count: %d is odd; veth devices come in pairs", n)
+		}
+	}
+	if dup := firstDupInt(s.Counts); dup != 0 {
+		return ndst.Usagef("--count: %d is listed twice", dup)
+	}
+	if s.Runs < 1 || s.Runs > 100 || s.SimRuns < 1 || s.SimRuns > 1000 {
+		return ndst.Usagef("--runs must be in 1..100 and --sim-runs in 1..1000")
+	}
+	if s.Costs == nil {
+		return ndst.Usagef("no cost table; give --costs FILE from 'ndst calibrate -o FILE'")
+	}
+	_, err := emuForHost(s.Costs, s.Seed)
+	return err
+}
+
+// Predict runs the emulated kernel first (cheap), then the real one, one run
+// at a time, and compares them.
+func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	if s.Template == (ndst.Template{}) {
+		s.Template, _ = ndst.ParseTemplate(ndst.DefaultTemplate)
+	}
+	base, _ := emuForHost(s.Costs, s.Seed)
+	p := &Prediction{Profile: PredictProfile, HZ: base.HZ, CPUs: base.CPUs, Preempt: base.Preempt,
+		Costs: s.Costs.Source, Kernel: s.Costs.Host.Kernel}
+	type key struct {
+		op    string
+		n     int
+		batch string
+	}
+	rows := map[key]*PredictRow{}
+	var order []key
+	for _, n := range s.Counts {
+		for _, b := range BatchNames {
+			k := key{"del", n, b}
+			order = append(order, k)
+			rows[k] = &PredictRow{Op: "del", Count: n, Batch: b}
+		}
+	}
+	for _, n := range s.Counts {
+		k := key{"add", n, "-"}
+		order = append(order, k)
+		rows[k] = &PredictRow{Op: "add", Count: n, Batch: "-"}
+	}
+	// The emulated kernel.
+	for _, n := range s.Counts {
+		for _, b := range BatchNames {
+			for i := range s.SimRuns {
+				c := base
+				c.Seed = s.Seed + uint64(i)
+				be, err := emu.Open(ctx, c)
+				if err != nil {
+					return nil, err
+				}
+				p.Strategy = be.Strategy()
+				add, err := be.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template})
+				if err != nil {
+					return nil, fmt.Errorf("emulated add %d: %w", n, err)
+				}
+				del, err := be.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: b == "one-by-one"})
+				be.Close()
+				if err != nil {
+					return nil, fmt.Errorf("emulated del of %d (%s): %w", n, b, err)
+				}
+				r := rows[key{"del", n, b}]
+				r.PredictedRuns = append(r.PredictedRuns, deref(del.VirtualNS))
+				if r.SimCounters == nil {
+					r.SimCounters = del.Counters
+				}
+				if b == "batched" {
+					ra := rows[key{"add", n, "-"}]
+					ra.PredictedRuns = append(ra.PredictedRuns, deref(add.VirtualNS))
+				}
+			}
+		}
+	}
+	// The real kernel.
+	nb, err := nlbackend.Open(ctx, s.Netlink)
+	if err != nil {
+		return nil, fmt.Errorf("netlink backend: %w", err)
+	}
+	defer func() {
+		nb.Close()
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = nlbackend.Reset(rctx, s.Netlink)
+	}()
+	if !nb.Created() {
+		return nil, ndst.Usagef("network namespace %s already exists; predict needs a throwaway namespace of its own", s.Netlink.Netns)
+	}
+	for _, n := range s.Counts {
+		for _, b := range BatchNames {
+			for range s.Runs {
+				if s.Progress != nil {
+					s.Progress(fmt.Sprintf("real kernel: add %d, delete %s", n, b))
+				}
+				add, err := nb.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template, Kind: s.Netlink.Kind})
+				if err != nil {
+					return nil, fmt.Errorf("real add %d: %w", n, err)
+				}
+				p.Kind = add.Kind
+				del, err := nb.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: b == "one-by-one"})
+				if err != nil {
+					return nil, fmt.Errorf("real del of %d (%s): %w", n, b, err)
+				}
+				r := rows[key{"del", n, b}]
+				r.MeasuredRuns = append(r.MeasuredRuns, del.WallNS)
+				ra := rows[key{"add", n, "-"}]
+				ra.MeasuredRuns = append(ra.MeasuredRuns, add.WallNS)
+			}
+		}
+	}
+	for _, k := range order {
+		r := rows[k]
+		r.MeasuredNS = Summarize(r.MeasuredRuns).Median
+		r.PredictedNS = Summarize(r.PredictedRuns).Median
+		if r.MeasuredNS > 0 {
+			r.Error = float64(r.PredictedNS-r.MeasuredNS) / float64(r.MeasuredNS)
+		}
+		r.MeasuredPerDeviceNS = float64(r.MeasuredNS) / float64(r.Count)
+		r.PredictedPerDeviceNS = float64(r.PredictedNS) / float64(r.Count)
+		p.Rows = append(p.Rows, *r)
+		if r.Op == "del" && math.Abs(r.Error) > PredictThreshold {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("N=%d %s: the prediction is off by %+.0f%% (more than %.0f%%)",
+				r.Count, r.Batch, 100*r.Error, 100*PredictThreshold))
+		}
+	}
+	if len(s.Counts) >= 2 {
+		p.Measured, p.Predicted = map[string]Line{}, map[string]Line{}
+		for _, b := range BatchNames {
+			var xs, ms, ps []float64
+			for _, r := range p.Rows {
+				if r.Op == "del" && r.Batch == b {
+					xs = append(xs, float64(r.Count))
+					ms = append(ms, float64(r.MeasuredNS))
+					ps = append(ps, float64(r.PredictedNS))
+				}
+			}
+			p.Measured[b], p.Predicted[b] = fitLine(xs, ms), fitLine(xs, ps)
+		}
+	}
+	return p, nil
+}
+
+// fitLine is the least-squares line through (xs, ys).
+func fitLine(xs, ys []float64) Line {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return Line{FixedNS: sy / n}
+	}
+	b := (n*sxy - sx*sy) / d
+	return Line{FixedNS: (sy - b*sx) / n, PerDeviceNS: b}
+}
+
+// WriteTable prints the comparison.
+func (p *Prediction) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "predicted: emulated %s profile, strategy %s, HZ=%d, %d CPU(s), preempt %s, costs %s\n",
+		p.Profile, p.Strategy, p.HZ, p.CPUs, p.Preempt, p.Costs)
+	kernel := p.Kernel
+	if kernel == "" {
+		kernel = "this host's kernel"
+	}
+	fmt.Fprintf(&b, "measured:  %s through netlink (kind %s), wall time around the kernel work\n", kernel, p.Kind)
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tN\tmode\tmeasured\tpredicted\terror\tmeasured/dev\tpredicted/dev\t")
+	for _, r := range p.Rows {
+		mode := r.Batch
+		if r.Op == "add" {
+			mode = "(calibrated)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%+.1f%%\t%s\t%s\t\n", r.Op, r.Count, mode,
+			FormatDuration(float64(r.MeasuredNS)), FormatDuration(float64(r.PredictedNS)), 100*r.Error,
+			FormatDuration(r.MeasuredPerDeviceNS), FormatDuration(r.PredictedPerDeviceNS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range BatchNames {
+		ml, ok1 := p.Measured[m]
+		pl, ok2 := p.Predicted[m]
+		if ok1 && ok2 {
+			fmt.Fprintf(&b, "%-10s measured %s + %s per device; predicted %s + %s per device\n", m+":",
+				FormatDuration(ml.FixedNS), FormatDuration(ml.PerDeviceNS), FormatDuration(pl.FixedNS), FormatDuration(pl.PerDeviceNS))
+		}
+	}
+	b.WriteString("add rows: create costs are a calibration input, shown for reference; the delete rows are the test\n")
+	for _, wn := range p.Warnings {
+		b.WriteString("warning: " + wn + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,343 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/ndst-project/ndst/ndst"
+)
+
+// Record is the one record type of the bench: one cell, reduced over its
+// runs. Every output (table, JSON, CSV, Markdown, plot) is rendered from it.
+//
+// The time statistics are over the runs that completed (OK) and measure the
+// teardown: "delete all N devices", on the cell's Clock ("virtual" for the
+// emulated kernel, "wall" for the real one).
+type Record struct {
+	Cell
+	Clock string `json:"clock"`
+	// Batched reports whether the delete really ran as one batch (profile
+	// 2.6.31 has no batched unregister, so "batched" runs one by one).
+	Batched bool   `json:"batched"`
+	Kind    string `json:"kind,omitempty"`
+
+	Runs      int `json:"runs"`
+	OK        int `json:"ok"`
+	Livelocks int `json:"livelocks"`
+	Errors    int `json:"errors"`
+
+	MinNS       int64   `json:"min_ns"`
+	MedianNS    int64   `json:"median_ns"`
+	MeanNS      float64 `json:"mean_ns"`
+	StddevNS    float64 `json:"stddev_ns"`
+	MaxNS       int64   `json:"max_ns"`
+	PerDeviceNS float64 `json:"per_device_ns"`
+	// Relative is the mean over the fastest mean among the cells with the
+	// same Count (1 for the fastest), with its propagated spread; nil when
+	// no run of the cell completed.
+	Relative   *float64 `json:"relative"`
+	RelativeSD *float64 `json:"relative_sd"`
+
+	// AddMeanNS is the mean time to create the N devices (same clock).
+	AddMeanNS float64 `json:"add_mean_ns"`
+	// WallMeanNS and AddWallMeanNS are the wall-clock means of the delete
+	// and of the add; they differ from run to run (MaskWall zeroes them).
+	WallMeanNS    float64 `json:"wall_mean_ns"`
+	AddWallMeanNS float64 `json:"add_wall_mean_ns"`
+
+	// Latency is the per-device teardown latency over the completed runs:
+	// the smallest minimum, the median of the medians, the largest p99 and
+	// the largest maximum.
+	Latency *ndst.Latency `json:"latency,omitempty"`
+	// Counters are the delete's counters, averaged over the completed runs
+	// (over all runs when none completed).
+	Counters map[string]float64 `json:"counters,omitempty"`
+
+	Warnings []string `json:"warnings,omitempty"`
+	Samples  []Sample `json:"samples"`
+}
+
+// Report is the outcome of a bench: the matrix and one Record per cell.
+type Report struct {
+	Matrix   Matrix   `json:"matrix"`
+	Results  []Record `json:"results"`
+	Warnings []string `json:"warnings,omitempty"`
+	// WallNS is how long the whole bench took.
+	WallNS int64 `json:"wall_ns"`
+}
+
+// Matrix echoes the lists the bench ran over.
+type Matrix struct {
+	Backends   []string `json:"backends"`
+	Profiles   []string `json:"profiles"`
+	Strategies []string `json:"strategies"`
+	HZ         []int    `json:"hz"`
+	CPUs       []int    `json:"cpus"`
+	Preempts   []string `json:"preempts"`
+	Batches    []string `json:"batches"`
+	Counts     []int    `json:"counts"`
+	Runs       int      `json:"runs"`
+	Seed       uint64   `json:"seed"`
+	Cells      int      `json:"cells"`
+	CostsFrom  string   `json:"costs,omitempty"`
+}
+
+// MaskWall zeroes every wall-clock field, leaving what is deterministic.
+func (r *Report) MaskWall() {
+	r.WallNS = 0
+	for i := range r.Results {
+		rec := &r.Results[i]
+		rec.WallMeanNS, rec.AddWallMeanNS = 0, 0
+		for j := range rec.Samples {
+			rec.Samples[j].AddWallNS, rec.Samples[j].DelWallNS = 0, 0
+		}
+	}
+}
+
+// Variance above which a warning suggests more runs.
+const highCV = 0.10
+
+func newReport(s *Spec, cells []Cell, samples [][]Sample) *Report {
+	rep := &Report{Matrix: Matrix{
+		Backends: s.Backends, Profiles: s.Profiles, Strategies: s.Strategies, HZ: s.HZ,
+		CPUs: s.CPUs, Preempts: s.Preempts, Batches: s.Batches, Counts: s.Counts,
+		Runs: s.Runs, Seed: s.Seed, Cells: len(cells),
+	}}
+	if s.Costs != nil {
+		rep.Matrix.CostsFrom = s.Costs.Source
+	}
+	rep.Results = make([]Record, len(cells))
+	for i, c := range cells {
+		rep.Results[i] = reduce(c, samples[i])
+	}
+	relate(rep.Results)
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		r.Warnings = warnings(r, samples[i], s.Runs)
+		rep.Warnings = append(rep.Warnings, r.Warnings...)
+	}
+	if slices.Contains(s.Backends, "netlink") && slices.Contains(s.Backends, "sim") {
+		rep.Warnings = append(rep.Warnings, "sim rows are virtual time and netlink rows wall time; "+
+			"for a like-for-like comparison run the emulated 6.18 profile with the host's calibration ('ndst predict')")
+	}
+	return rep
+}
+
+// reduce turns the runs of one cell into its Record.
+func reduce(c Cell, smp []Sample) Record {
+	r := Record{Cell: c, Clock: "virtual", Runs: len(smp), Samples: smp}
+	if c.Backend == "netlink" {
+		r.Clock = "wall"
+	}
+	var ok []Sample
+	for _, x := range smp {
+		switch x.Result {
+		case ndst.ResultOK:
+			ok = append(ok, x)
+		case ndst.ResultLivelock:
+			r.Livelocks++
+		default:
+			r.Errors++
+		}
+	}
+	r.OK = len(ok)
+	if len(smp) > 0 {
+		r.Batched = smp[0].batched
+		if h := smp[0].host; c.Backend == "netlink" {
+			r.HZ, r.CPUs, r.Kind = h.hz, h.cpus, h.kind
+			if h.preempt != "" {
+				r.Preempt = h.preempt
+			}
+		}
+	}
+	over := ok
+	if len(over) == 0 {
+		over = smp
+	}
+	r.Counters = meanCounters(over)
+	if len(ok) == 0 {
+		return r
+	}
+	del := make([]int64, len(ok))
+	var add, wall, addWall []float64
+	var lmin, lmed, lp99, lmax []int64
+	for i, x := range ok {
+		del[i] = x.DelNS
+		add = append(add, float64(x.AddNS))
+		wall = append(wall, float64(x.DelWallNS))
+		addWall = append(addWall, float64(x.AddWallNS))
+		if l := x.Latency; l != nil {
+			lmin, lmed, lp99, lmax = append(lmin, l.MinNS), append(lmed, l.MedianNS), append(lp99, l.P99NS), append(lmax, l.MaxNS)
+		}
+	}
+	st := Summarize(del)
+	r.MinNS, r.MedianNS, r.MeanNS, r.StddevNS, r.MaxNS = st.Min, st.Median, st.Mean, st.Stddev, st.Max
+	r.PerDeviceNS = r.MeanNS / float64(c.Count)
+	r.AddMeanNS, r.WallMeanNS, r.AddWallMeanNS = mean(add), mean(wall), mean(addWall)
+	if len(lmin) > 0 {
+		r.Latency = &ndst.Latency{MinNS: slices.Min(lmin), MedianNS: Summarize(lmed).Median,
+			P99NS: slices.Max(lp99), MaxNS: slices.Max(lmax)}
+	}
+	return r
+}
+
+// Stats summarises a set of times.
+type Stats struct {
+	Min, Median, Max int64
+	Mean, Stddev     float64
+}
+
+// Summarize returns the statistics of xs: the median is the middle value
+// (the mean of the two middle values, rounded down, for an even count); the
+// standard deviation is the sample one (n-1), 0 for a single value.
+func Summarize(xs []int64) Stats {
+	if len(xs) == 0 {
+		return Stats{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = s[n/2-1] + (s[n/2]-s[n/2-1])/2
+	}
+	var sum float64
+	for _, x := range s {
+		sum += float64(x)
+	}
+	m := sum / float64(n)
+	var sd float64
+	if n > 1 {
+		var ss float64
+		for _, x := range s {
+			d := float64(x) - m
+			ss += d * d
+		}
+		sd = math.Sqrt(ss / float64(n-1))
+	}
+	return Stats{Min: s[0], Median: med, Max: s[n-1], Mean: m, Stddev: sd}
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func meanCounters(smp []Sample) map[string]float64 {
+	if len(smp) == 0 {
+		return nil
+	}
+	sum := map[string]float64{}
+	for _, x := range smp {
+		for k, v := range x.Counters {
+			sum[k] += float64(v)
+		}
+	}
+	if len(sum) == 0 {
+		return nil
+	}
+	for k := range sum {
+		sum[k] /= float64(len(smp))
+	}
+	return sum
+}
+
+// relate fills Relative: each cell against the fastest mean among the cells
+// with the same N, with the spread propagated as hyperfine does.
+func relate(rs []Record) {
+	fastest := map[int]int{}
+	for i, r := range rs {
+		if r.OK == 0 {
+			continue
+		}
+		if j, ok := fastest[r.Count]; !ok || r.MeanNS < rs[j].MeanNS {
+			fastest[r.Count] = i
+		}
+	}
+	for i := range rs {
+		r := &rs[i]
+		j, ok := fastest[r.Count]
+		if r.OK == 0 || !ok {
+			continue
+		}
+		f := rs[j]
+		var rel, sd float64
+		if f.MeanNS > 0 {
+			rel = r.MeanNS / f.MeanNS
+		} else if r.MeanNS == 0 {
+			rel = 1
+		} else {
+			rel = math.Inf(1)
+		}
+		if i != j && r.MeanNS > 0 && f.MeanNS > 0 {
+			sd = rel * math.Hypot(r.StddevNS/r.MeanNS, f.StddevNS/f.MeanNS)
+		}
+		r.Relative, r.RelativeSD = &rel, &sd
+	}
+}
+
+// warnings says what went wrong in a cell and what to do about it.
+func warnings(r *Record, smp []Sample, runs int) []string {
+	var w []string
+	if r.Livelocks > 0 {
+		var first Sample
+		for _, x := range smp {
+			if x.Result == ndst.ResultLivelock {
+				first = x
+				break
+			}
+		}
+		w = append(w, fmt.Sprintf("%s: livelock in %d of %d runs: %s fired (%s); %s",
+			r.Cell, r.Livelocks, r.Runs, watchdogOf(first.Error), first.Error, remedyOf(first)))
+	}
+	if r.Errors > 0 {
+		var first Sample
+		for _, x := range smp {
+			if x.Result == ndst.ResultError {
+				first = x
+				break
+			}
+		}
+		w = append(w, fmt.Sprintf("%s: %d of %d runs failed: %s", r.Cell, r.Errors, r.Runs, first.Error))
+	}
+	if r.OK >= 2 && r.MeanNS > 0 {
+		if cv := r.StddevNS / r.MeanNS; cv > highCV {
+			w = append(w, fmt.Sprintf("%s: high variance (sd is %.0f%% of the mean over %d runs; "+
+				"the tick phase and cost jitter differ per seed); use more --runs (now %d) and read the median",
+				r.Cell, 100*cv, r.OK, runs))
+		}
+	}
+	return w
+}
+
+// watchdogOf names the watchdog that stopped a run, from its message.
+func watchdogOf(msg string) string {
+	switch {
+	case strings.Contains(msg, "soft lockup"):
+		return "the soft-lockup watchdog (a CPU in the kernel without a context switch for --watchdog of virtual time)"
+	case strings.Contains(msg, "stall"):
+		return "the RCU stall detector"
+	case strings.Contains(msg, "still referenced"):
+		return "the reference-leak check (a device waited more than 300s virtual for its references)"
+	}
+	return "the emulated kernel's watchdog"
+}
+
+// remedyOf is the emulated kernel's advice for a livelocked run, or a
+// generic one.
+func remedyOf(x Sample) string {
+	for i := len(x.notes) - 1; i >= 0; i-- {
+		if n := x.notes[i]; strings.Contains(n, "try ") || strings.Contains(n, "run with") {
+			return n
+		}
+	}
+	return "try a strategy that sleeps (--strategy tick or barrier), --preempt full, or more --cpus"
+}

@@ -1,0 +1,288 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/emu"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+)
+
+// Sample is one run of one cell: add N, then delete them all.
+type Sample struct {
+	Seed   uint64 `json:"seed"`
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// AddNS and DelNS are on the cell's clock: virtual time for the
+	// emulated kernel, wall time for the real one.
+	AddNS int64 `json:"add_ns"`
+	DelNS int64 `json:"del_ns"`
+	// AddWallNS and DelWallNS are what the run took on the wall clock.
+	AddWallNS int64 `json:"add_wall_ns"`
+	DelWallNS int64 `json:"del_wall_ns"`
+	// Latency is the per-device teardown latency of the delete.
+	Latency *ndst.Latency `json:"latency,omitempty"`
+	// Counters are the delete's counters (grace periods, sleeps, ...).
+	Counters map[string]int64 `json:"counters,omitempty"`
+
+	// What the backend reported about itself and about failures; used for
+	// the Record's fields and warnings, not exported per run.
+	batched   bool
+	host      hostInfo
+	notes     []string
+	kernelLog []string
+}
+
+type hostInfo struct {
+	hz, cpus int
+	preempt  string
+	kind     string
+}
+
+// Progress, when set, is told after every run how many of total are done.
+type Progress func(done, total int)
+
+// Check validates the Spec (Validate) and then every distinct emulated
+// configuration of the matrix by opening it, so that a combination the
+// emulated kernel refuses (for example --rcu tiny with 2 CPUs) is reported
+// before anything runs.
+func (s *Spec) Check(ctx context.Context) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	seen := map[Cell]bool{}
+	for _, c := range s.Cells() {
+		if c.Backend != "sim" {
+			continue
+		}
+		k := c
+		k.Count, k.Batch = 0, ""
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		b, err := emu.Open(ctx, s.emuConfig(c, s.Seed))
+		if err != nil {
+			return fmt.Errorf("cell %s: %w", c, err)
+		}
+		b.Close()
+	}
+	return nil
+}
+
+func (s *Spec) emuConfig(c Cell, seed uint64) emu.Config {
+	return emu.Config{
+		Profile: c.Profile, Strategy: c.Strategy, HZ: c.HZ, CPUs: c.CPUs, Preempt: c.Preempt,
+		RCU: s.RCU, Seed: seed, Costs: s.Costs, Watchdog: s.Watchdog, Jitter: s.Jitter,
+		NameAlloc: s.NameAlloc, Ephemeral: true,
+	}
+}
+
+// Run checks the Spec, runs every cell Runs times and returns one Record per
+// cell, in the order of Cells. Emulated runs go to Workers goroutines; the
+// real-kernel runs follow, one at a time. It fails only on bad input, on an
+// interruption (ctx) or when the real-kernel backend cannot be used; a
+// livelocked or failed run is recorded in its cell.
+func Run(ctx context.Context, s *Spec, progress Progress) (*Report, error) {
+	if err := s.Check(ctx); err != nil {
+		return nil, err
+	}
+	if s.Template == (ndst.Template{}) {
+		s.Template, _ = ndst.ParseTemplate(ndst.DefaultTemplate)
+	}
+	cells := s.Cells()
+	samples := make([][]Sample, len(cells))
+	for i := range samples {
+		samples[i] = make([]Sample, s.Runs)
+	}
+	total := len(cells) * s.Runs
+	var (
+		mu   sync.Mutex
+		done int
+	)
+	tick := func() {
+		if progress == nil {
+			return
+		}
+		mu.Lock()
+		done++
+		d := done
+		mu.Unlock()
+		progress(d, total)
+	}
+	start := time.Now()
+
+	type job struct{ cell, run int }
+	jobs := make(chan job)
+	workers := s.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				samples[j.cell][j.run] = s.runSim(ctx, cells[j.cell], s.Seed+uint64(j.run))
+				tick()
+			}
+		})
+	}
+	var netlinkCells []int
+feed:
+	for i, c := range cells {
+		if c.Backend != "sim" {
+			netlinkCells = append(netlinkCells, i)
+			continue
+		}
+		for r := range s.Runs {
+			select {
+			case jobs <- job{i, r}:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bench interrupted: %w", err)
+	}
+	if len(netlinkCells) > 0 {
+		if err := s.runNetlink(ctx, cells, netlinkCells, samples, tick); err != nil {
+			return nil, err
+		}
+	}
+	rep := newReport(s, cells, samples)
+	rep.WallNS = int64(time.Since(start))
+	return rep, nil
+}
+
+// runSim runs one emulated run: a fresh kernel with an empty namespace.
+func (s *Spec) runSim(ctx context.Context, c Cell, seed uint64) Sample {
+	smp := Sample{Seed: seed, Result: ndst.ResultOK}
+	b, err := emu.Open(ctx, s.emuConfig(c, seed))
+	if err != nil {
+		return failed(smp, err)
+	}
+	defer b.Close()
+	add, err := b.Add(ctx, ndst.AddRequest{Count: c.Count, Template: s.Template})
+	if add != nil {
+		smp.AddNS, smp.AddWallNS = deref(add.VirtualNS), add.WallNS
+	}
+	if err != nil {
+		return outcome(smp, add, err)
+	}
+	del, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: c.OneByOne()})
+	if del != nil {
+		smp.DelNS, smp.DelWallNS = deref(del.VirtualNS), del.WallNS
+		smp.Latency, smp.Counters, smp.batched = del.Latency, del.Counters, del.Batched
+	}
+	return outcome(smp, del, err)
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func failed(smp Sample, err error) Sample {
+	smp.Result, smp.Error = ndst.ResultError, err.Error()
+	return smp
+}
+
+// outcome records how a run ended.
+func outcome(smp Sample, r *ndst.Result, err error) Sample {
+	if r != nil {
+		smp.notes, smp.kernelLog = r.Notes, r.KernelLog
+	}
+	switch {
+	case err == nil:
+		return smp
+	case errors.Is(err, ndst.ErrLivelock):
+		smp.Result = ndst.ResultLivelock
+		smp.Error = err.Error()
+		if r != nil && r.Error != "" {
+			smp.Error = r.Error
+		}
+		return smp
+	}
+	return failed(smp, err)
+}
+
+// runNetlink runs the real-kernel cells one run at a time in the throwaway
+// namespace s.Netlink.Netns, which it creates and removes.
+func (s *Spec) runNetlink(ctx context.Context, cells []Cell, idx []int, samples [][]Sample, tick func()) error {
+	o := s.Netlink
+	b, err := nlbackend.Open(ctx, o)
+	if err != nil {
+		return fmt.Errorf("netlink backend: %w", err)
+	}
+	defer func() {
+		b.Close()
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = nlbackend.Reset(rctx, o)
+	}()
+	if !b.Created() {
+		return ndst.Usagef("network namespace %s already exists; the bench needs a throwaway namespace of its own (remove it with 'ndst --backend netlink --netns %s reset')", o.Netns, o.Netns)
+	}
+	for _, i := range idx {
+		c := cells[i]
+		for r := range s.Runs {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("bench interrupted: %w", err)
+			}
+			samples[i][r] = s.runReal(ctx, b, c, s.Seed+uint64(r))
+			tick()
+		}
+	}
+	return nil
+}
+
+// runReal adds c.Count links and deletes them all, on the real kernel.
+func (s *Spec) runReal(ctx context.Context, b ndst.Backend, c Cell, seed uint64) Sample {
+	smp := Sample{Seed: seed, Result: ndst.ResultOK}
+	add, err := b.Add(ctx, ndst.AddRequest{Count: c.Count, Template: s.Template, Kind: s.Netlink.Kind})
+	if add != nil {
+		smp.AddNS, smp.AddWallNS = add.WallNS, add.WallNS
+		smp.host.kind = add.Kind
+	}
+	if err != nil {
+		smp = outcome(smp, add, err)
+		s.cleanup(ctx, b)
+		return smp
+	}
+	del, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: c.OneByOne()})
+	if del != nil {
+		smp.DelNS, smp.DelWallNS = del.WallNS, del.WallNS
+		smp.Latency, smp.Counters, smp.batched = del.Latency, del.Counters, del.Batched
+		smp.host.hz, smp.host.cpus = derefInt(del.HZ), derefInt(del.CPUs)
+		if del.Preempt != nil {
+			smp.host.preempt = *del.Preempt
+		}
+	}
+	if err != nil {
+		s.cleanup(ctx, b)
+	}
+	return outcome(smp, del, err)
+}
+
+// cleanup deletes whatever a failed run left, so the next run starts empty.
+func (s *Spec) cleanup(ctx context.Context, b ndst.Backend) {
+	_, _ = b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

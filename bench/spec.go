@@ -1,0 +1,267 @@
+// Package bench runs the strategy matrix of `ndst bench`: every combination
+// of backend, kernel profile, wait strategy, HZ, CPU count, preemption model,
+// batching mode and device count is one cell; every cell is run Runs times
+// (seeds Seed .. Seed+Runs-1), each run adding N devices and deleting them
+// all. The runs are reduced to one Record per cell (min / median / mean ± sd /
+// max of the teardown time, relative to the fastest cell of the same N,
+// per-device latency, grace periods, sleeps, wakeups, CPU busy time,
+// livelocks), and every output — the terminal table, JSON, CSV, Markdown and
+// the plot — is rendered from those Records.
+//
+// Invariants:
+//   - Spec.Validate rejects bad input (unknown names, empty lists, values out
+//     of range, too many cells) before anything runs; it returns a
+//     *ndst.UsageError.
+//   - Cells are enumerated in a fixed order derived from the order of the
+//     lists in the Spec, and Records come out in that order.
+//   - Emulated cells are independent deterministic kernels: running them on
+//     many workers gives exactly the Records of a serial run, except for the
+//     wall-clock fields (see Record.MaskWall).
+//   - Real-kernel (netlink) runs are never run concurrently with anything
+//     else, so that they measure the kernel and not the bench.
+//   - A livelock is an outcome of a cell, not a failure of the bench; the
+//     statistics are over the runs that completed.
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/waitrefs"
+)
+
+// Backends, batching modes and preemption models a Spec may name.
+var (
+	BackendNames = []string{"sim", "netlink"}
+	BatchNames   = []string{"batched", "one-by-one"}
+	PreemptNames = []string{"none", "voluntary", "full"}
+)
+
+// MaxCellsWithoutConfirm is the largest matrix run without Spec.Confirmed.
+const MaxCellsWithoutConfirm = 10_000
+
+// MaxRuns bounds Spec.Runs.
+const MaxRuns = 10_000
+
+// Spec describes a bench matrix. The list fields are the dimensions; the
+// matrix is their cross product (the emulation dimensions collapse for the
+// netlink backend, which runs the host's kernel as it is).
+type Spec struct {
+	Backends   []string
+	Profiles   []string
+	Strategies []string
+	HZ         []int
+	CPUs       []int
+	Preempts   []string
+	Batches    []string
+	Counts     []int
+
+	Runs int
+	Seed uint64
+
+	// RCU, NameAlloc, Watchdog, Jitter and Costs are passed to every
+	// emulated kernel (see emu.Config).
+	RCU       string
+	NameAlloc string
+	Watchdog  time.Duration
+	Jitter    float64
+	Costs     *costs.Table
+
+	// Template names the devices (default dummy%d).
+	Template ndst.Template
+	// Netlink configures the real-kernel backend; its Netns is the
+	// throwaway namespace the bench creates and removes.
+	Netlink nlbackend.Options
+
+	// Workers is the number of emulated cells run at once (0: GOMAXPROCS).
+	Workers int
+	// Confirmed allows more than MaxCellsWithoutConfirm cells.
+	Confirmed bool
+}
+
+// Cell is one combination of the matrix.
+type Cell struct {
+	Backend  string `json:"backend"`
+	Profile  string `json:"profile"`
+	Strategy string `json:"strategy"`
+	HZ       int    `json:"hz"`
+	CPUs     int    `json:"cpus"`
+	Preempt  string `json:"preempt"`
+	Batch    string `json:"batch"`
+	Count    int    `json:"count"`
+}
+
+// OneByOne reports whether the cell deletes its devices one by one.
+func (c Cell) OneByOne() bool { return c.Batch == "one-by-one" }
+
+// String names the cell compactly, for warnings.
+func (c Cell) String() string {
+	if c.Backend == "netlink" {
+		return fmt.Sprintf("netlink %s N=%d", c.Batch, c.Count)
+	}
+	return fmt.Sprintf("%s on %s, HZ=%d, %d CPU(s), preempt %s, %s, N=%d",
+		c.Strategy, c.Profile, c.HZ, c.CPUs, c.Preempt, c.Batch, c.Count)
+}
+
+// Host-kernel placeholders of a netlink cell before the host is probed.
+const hostProfile = "host"
+
+// Validate checks every list and value and the size of the matrix. It fills
+// nothing in; callers apply defaults before.
+func (s *Spec) Validate() error {
+	type list struct {
+		flag  string
+		n     int
+		known []string
+		vals  []string
+	}
+	lists := []list{
+		{"--backend", len(s.Backends), BackendNames, s.Backends},
+		{"--profile", len(s.Profiles), netdev.ProfileNames, s.Profiles},
+		{"--strategy", len(s.Strategies), waitrefs.Names, s.Strategies},
+		{"--preempt", len(s.Preempts), PreemptNames, s.Preempts},
+		{"--batch", len(s.Batches), BatchNames, s.Batches},
+		{"--hz", len(s.HZ), nil, nil},
+		{"--cpus", len(s.CPUs), nil, nil},
+		{"--count", len(s.Counts), nil, nil},
+	}
+	for _, l := range lists {
+		if l.n == 0 {
+			return ndst.Usagef("%s: empty list; give at least one value", l.flag)
+		}
+		for _, v := range l.vals {
+			if !slices.Contains(l.known, v) {
+				if v == "" {
+					return ndst.Usagef("%s: empty name in the list (known: %s)", l.flag, strings.Join(l.known, ", "))
+				}
+				return ndst.Usagef("%s: unknown name %q (known: %s)", l.flag, v, strings.Join(l.known, ", "))
+			}
+		}
+		if dup := firstDup(l.vals); dup != "" {
+			return ndst.Usagef("%s: %q is listed twice", l.flag, dup)
+		}
+	}
+	for _, hz := range s.HZ {
+		if hz < 1 || hz > 10000 {
+			return ndst.Usagef("--hz: %d is out of range; want 1..10000", hz)
+		}
+	}
+	for _, c := range s.CPUs {
+		if c < 1 || c > 4096 {
+			return ndst.Usagef("--cpus: %d is out of range; want 1..4096", c)
+		}
+	}
+	for _, n := range s.Counts {
+		if n < 1 || n > ndst.MaxCount {
+			return ndst.Usagef("--count: %d is out of range; want 1..%d", n, ndst.MaxCount)
+		}
+		if s.Netlink.Kind == "veth" && slices.Contains(s.Backends, "netlink") && n%2 != 0 {
+			return ndst.Usagef("--count: %d is odd; veth devices come in pairs, so every N must be even", n)
+		}
+	}
+	for _, d := range []struct {
+		flag string
+		vals []int
+	}{{"--hz", s.HZ}, {"--cpus", s.CPUs}, {"--count", s.Counts}} {
+		if dup := firstDupInt(d.vals); dup != 0 {
+			return ndst.Usagef("%s: %d is listed twice", d.flag, dup)
+		}
+	}
+	if s.Runs < 1 || s.Runs > MaxRuns {
+		return ndst.Usagef("--runs: %d is out of range; want 1..%d", s.Runs, MaxRuns)
+	}
+	if s.Workers < 0 {
+		return ndst.Usagef("--jobs must not be negative")
+	}
+	if n := s.NumCells(); n > MaxCellsWithoutConfirm && !s.Confirmed {
+		return ndst.Usagef("the matrix has %d cells (× %d runs); more than %d needs --yes", n, s.Runs, MaxCellsWithoutConfirm)
+	}
+	return nil
+}
+
+func firstDup(vs []string) string {
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if seen[v] {
+			return v
+		}
+		seen[v] = true
+	}
+	return ""
+}
+
+func firstDupInt(vs []int) int {
+	seen := map[int]bool{}
+	for _, v := range vs {
+		if seen[v] {
+			return v
+		}
+		seen[v] = true
+	}
+	return 0
+}
+
+// NumCells is the number of cells without building them (it may be huge).
+func (s *Spec) NumCells() int {
+	n := 0
+	for _, b := range s.Backends {
+		m := len(s.Batches) * len(s.Counts)
+		if b == "sim" {
+			m = mulCap(m, len(s.Profiles), len(s.Strategies), len(s.HZ), len(s.CPUs), len(s.Preempts))
+		}
+		n = min(n+m, 1<<40)
+	}
+	return n
+}
+
+// mulCap multiplies, saturating well above any sensible matrix size.
+func mulCap(a int, bs ...int) int {
+	const ceiling = 1 << 40
+	for _, b := range bs {
+		a *= b
+		if a > ceiling {
+			a = ceiling
+		}
+	}
+	return a
+}
+
+// Cells enumerates the matrix. The order is backend, profile, HZ, CPUs,
+// preempt, batch, count, strategy (outermost first), each in the order of
+// its list, so that the strategies of one configuration and N sit together.
+func (s *Spec) Cells() []Cell {
+	var out []Cell
+	for _, b := range s.Backends {
+		if b == "netlink" {
+			for _, bat := range s.Batches {
+				for _, n := range s.Counts {
+					out = append(out, Cell{Backend: b, Profile: hostProfile, Strategy: "-", Preempt: "-", Batch: bat, Count: n})
+				}
+			}
+			continue
+		}
+		for _, p := range s.Profiles {
+			for _, hz := range s.HZ {
+				for _, cpus := range s.CPUs {
+					for _, pre := range s.Preempts {
+						for _, bat := range s.Batches {
+							for _, n := range s.Counts {
+								for _, st := range s.Strategies {
+									out = append(out, Cell{Backend: b, Profile: p, Strategy: st, HZ: hz,
+										CPUs: cpus, Preempt: pre, Batch: bat, Count: n})
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ndst-project/ndst/bench"
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/waitrefs"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() { subcommands = append(subcommands, newBenchCmd) }
+
+// benchOptions are the flags of `ndst bench`. The list flags shadow the
+// global single-valued flags of the same names (--strategy, --profile, --hz,
+// --cpus, --preempt, --backend) for this subcommand.
+type benchOptions struct {
+	backends, profiles, strategies, hz, cpus, preempts, batches, counts []string
+
+	runs    int
+	jobs    int
+	yes     bool
+	netns   string
+	jsonOut string
+	csvOut  string
+	mdOut   string
+	plot    string
+}
+
+func newBenchCmd(g *globalOptions) *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run a matrix of strategies, profiles, HZ, CPUs, preemption, batching and N; report it like hyperfine",
+		Long: `Run every combination of the list flags, --runs times each (seeds --seed ..
+--seed+runs-1). One run adds N devices to an empty namespace and deletes them
+all; the table shows the time of the delete (virtual time for the emulated
+kernel, wall time for the real one): min, median, mean ± sd, max, per device,
+and relative to the fastest cell with the same N, with the grace periods,
+sleeps, wakeups and CPU busy time behind it.
+
+Emulated cells run in parallel (--jobs, default all cores) with exactly the
+results of a serial run. Netlink cells run afterwards, one at a time, in a
+throwaway namespace that is removed at the end.
+
+Examples:
+  ndst bench                                   # all 7 strategies, N=1000, 5 runs
+  ndst bench --profile 6.18 --cpus 2 --hz 250 --batch batched,one-by-one --count 100,1000,10000
+  ndst bench --strategy tick,barrier,backoff --count 100,1000,10000 --plot scaling.png
+  ndst bench --backend netlink --batch batched,one-by-one --count 100,1000 --runs 3`,
+		Args: exactArgs(0, "no arguments; the matrix is given by flags"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(g, o) },
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.backends, "backend", []string{"sim"}, "backends: sim, netlink (list)")
+	f.StringSliceVar(&o.profiles, "profile", []string{"2.6.31"}, "kernel profiles: 2.6.31, 2.6.33, 6.18 (list)")
+	f.StringSliceVar(&o.strategies, "strategy", waitrefs.Names, "wait strategies (list)")
+	f.StringSliceVar(&o.hz, "hz", []string{"1000"}, "timer frequencies (list)")
+	f.StringSliceVar(&o.cpus, "cpus", []string{"1"}, "CPU counts (list)")
+	f.StringSliceVar(&o.preempts, "preempt", []string{"none"}, "preemption models: none, voluntary, full (list)")
+	f.StringSliceVar(&o.batches, "batch", []string{"batched"}, "delete modes: batched (the profile's own batching), one-by-one (list)")
+	f.StringSliceVar(&o.counts, "count", []string{"1000"}, "numbers of devices N (list)")
+	f.IntVar(&o.runs, "runs", 5, "runs per cell, with seeds --seed, --seed+1, ...")
+	f.IntVar(&o.jobs, "jobs", 0, "emulated cells run at once (0: one per core)")
+	f.BoolVar(&o.yes, "yes", false, fmt.Sprintf("run a matrix of more than %d cells", bench.MaxCellsWithoutConfirm))
+	f.StringVar(&o.jsonOut, "export-json", "", "write the results as JSON to this file ('-' for stdout)")
+	f.StringVar(&o.csvOut, "export-csv", "", "write the results as CSV to this file ('-' for stdout)")
+	f.StringVar(&o.mdOut, "export-markdown", "", "write the results as a Markdown table to this file ('-' for stdout)")
+	f.StringVar(&o.plot, "plot", "", "draw time per device versus N for each strategy to FILE.svg or FILE.png")
+	f.StringVar(&o.netns, "bench-netns", "", "throwaway network namespace of netlink cells (default ndst-bench-PID; must not exist)")
+	return cmd
+}
+
+// spec turns the flags into a bench.Spec; it changes nothing.
+func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
+	s := &bench.Spec{
+		Backends: o.backends, Profiles: o.profiles, Strategies: o.strategies, Preempts: o.preempts,
+		Batches: o.batches, Runs: o.runs, Seed: g.seed, RCU: g.rcu, NameAlloc: g.nameAlloc,
+		Watchdog: g.watchdog, Workers: o.jobs, Confirmed: o.yes,
+	}
+	var err error
+	if s.HZ, err = intList("--hz", o.hz); err != nil {
+		return nil, err
+	}
+	if s.CPUs, err = intList("--cpus", o.cpus); err != nil {
+		return nil, err
+	}
+	if s.Counts, err = intList("--count", o.counts); err != nil {
+		return nil, err
+	}
+	if s.Template, err = ndst.ParseTemplate(g.template); err != nil {
+		return nil, err
+	}
+	if g.costs != "" {
+		if s.Costs, err = costs.Load(g.costs); err != nil {
+			return nil, ndst.Usagef("%v", err)
+		}
+	}
+	s.Netlink = g.nlOptions()
+	s.Netlink.Netns = o.netns
+	if s.Netlink.Netns == "" {
+		s.Netlink.Netns = fmt.Sprintf("ndst-bench-%d", os.Getpid())
+	}
+	s.Netlink.Notef = nil // notes go into the records' warnings
+	return s, nil
+}
+
+// intList parses a list of decimal integers strictly.
+func intList(flag string, vs []string) ([]int, error) {
+	out := make([]int, 0, len(vs))
+	for _, v := range vs {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || strings.TrimSpace(v) != v || strings.HasPrefix(v, "+") {
+			return nil, ndst.Usagef("%s: %q is not a whole number", flag, v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// exportPaths are the files the bench will write, checked before it runs.
+func (o *benchOptions) exportPaths() []struct{ flag, path string } {
+	return []struct{ flag, path string }{
+		{"--export-json", o.jsonOut}, {"--export-csv", o.csvOut},
+		{"--export-markdown", o.mdOut}, {"--plot", o.plot},
+	}
+}
+
+// checkOutputs makes sure every output can be written, before anything runs.
+func (o *benchOptions) checkOutputs() error {
+	seen := map[string]string{}
+	stdout := 0
+	for _, e := range o.exportPaths() {
+		if e.path == "" {
+			continue
+		}
+		if e.path == "-" {
+			if e.flag == "--plot" {
+				return ndst.Usagef("--plot needs a file name ending in .svg or .png, not '-'")
+			}
+			stdout++
+			continue
+		}
+		if prev, ok := seen[e.path]; ok {
+			return ndst.Usagef("%s and %s both write %s", prev, e.flag, e.path)
+		}
+		seen[e.path] = e.flag
+		if e.flag == "--plot" {
+			if err := bench.CheckPlotPath(e.path); err != nil {
+				return ndst.Usagef("--plot: %v", err)
+			}
+		}
+		if err := checkWritable(e.path); err != nil {
+			return ndst.Usagef("%s: %v", e.flag, err)
+		}
+	}
+	if stdout > 1 {
+		return ndst.Usagef("only one export may go to stdout ('-')")
+	}
+	return nil
+}
+
+// checkWritable reports whether path can be created or overwritten, without
+// changing an existing file.
+func checkWritable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
+		}
+		return f.Close()
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot create %s: %v", path, unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(path)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func runBench(g *globalOptions, o *benchOptions) error {
+	s, err := o.spec(g)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := s.Check(ctx); err != nil {
+		return err
+	}
+	if err := o.checkOutputs(); err != nil {
+		return err
+	}
+	prog, done := newProgress(g.stderr)
+	rep, err := bench.Run(ctx, s, prog)
+	done()
+	if err != nil {
+		return err
+	}
+	if g.json {
+		err = rep.WriteJSON(g.stdout)
+	} else {
+		err = rep.WriteTable(g.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range []struct {
+		path  string
+		write func(io.Writer) error
+	}{{o.jsonOut, rep.WriteJSON}, {o.csvOut, rep.WriteCSV}, {o.mdOut, rep.WriteMarkdown}} {
+		if err := writeOutput(g.stdout, e.path, e.write); err != nil {
+			return err
+		}
+	}
+	if o.plot != "" {
+		if err := rep.SavePlot(o.plot); err != nil {
+			return err
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Errors > 0 {
+			return &failedError{fmt.Errorf("%d cell(s) had failed runs", countFailed(rep))}
+		}
+	}
+	return nil
+}
+
+func countFailed(rep *bench.Report) int {
+	n := 0
+	for _, r := range rep.Results {
+		if r.Errors > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// writeOutput writes one export to path ("-": stdout, "": nowhere).
+func writeOutput(stdout io.Writer, path string, write func(io.Writer) error) error {
+	switch path {
+	case "":
+		return nil
+	case "-":
+		return write(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// progressDelay is how long a bench runs before a progress bar appears.
+const progressDelay = time.Second
+
+// newProgress returns a progress callback that draws a bar on stderr once the
+// bench has run for progressDelay, only when stderr is a terminal; and a
+// function that clears it.
+func newProgress(stderr io.Writer) (bench.Progress, func()) {
+	f, ok := stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil, func() {}
+	}
+	start := time.Now()
+	var (
+		mu  sync.Mutex
+		bar *progressbar.ProgressBar
+	)
+	prog := func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if bar == nil {
+			if time.Since(start) < progressDelay || done == total {
+				return
+			}
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f),
+				progressbar.OptionSetDescription("bench"), progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionFullWidth())
+		}
+		_ = bar.Set(done)
+	}
+	return prog, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if bar != nil {
+			_ = bar.Finish()
+			_ = bar.Clear()
+		}
+	}
+}

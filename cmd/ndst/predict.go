@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ndst-project/ndst/bench"
+	"github.com/ndst-project/ndst/calibrate"
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newPredictCmd) }
+
+func newPredictCmd(g *globalOptions) *cobra.Command {
+	var (
+		counts        []string
+		runs, simRuns int
+		netns         string
+		saveCosts     string
+	)
+	cmd := &cobra.Command{
+		Use:   "predict",
+		Short: "Check the emulated 6.18 kernel, calibrated on this host, against the real kernel",
+		Long: `For each N, add N devices and delete them (as one batch, and one by one) on
+the real kernel (netlink backend, in a throwaway namespace) and on the
+emulated 6.18 profile loaded with this host's calibration, and print the
+predicted and measured times with the relative error.
+
+The calibration comes from --costs FILE (written by 'ndst calibrate -o FILE');
+without it, ndst calibrate runs first. HZ, CPUs and the preemption model of
+the emulated kernel come from its host section. The calibration never sees a
+one-by-one delete nor a batched delete of more than 300 devices: those are
+what the emulated kernel predicts. Needs root.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ns, err := intList("--count", counts)
+			if err != nil {
+				return err
+			}
+			tmpl, err := ndst.ParseTemplate(g.template)
+			if err != nil {
+				return err
+			}
+			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl}
+			s.Netlink = g.nlOptions()
+			s.Netlink.Netns = netns
+			if netns == "" {
+				s.Netlink.Netns = fmt.Sprintf("ndst-predict-%d", os.Getpid())
+			}
+			if saveCosts != "" {
+				if st, err := os.Stat(filepath.Dir(saveCosts)); err != nil || !st.IsDir() {
+					return ndst.Usagef("--save-costs %s: directory %s does not exist", saveCosts, filepath.Dir(saveCosts))
+				}
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			if g.costs != "" {
+				if s.Costs, err = costs.Load(g.costs); err != nil {
+					return ndst.Usagef("%v", err)
+				}
+				if err := s.Check(); err != nil {
+					return err
+				}
+			} else {
+				s.Costs = &costs.Table{Host: &costs.Host{HZ: 1, CPUs: 1}} // placeholder to check the rest
+				if err := s.Check(); err != nil {
+					return err
+				}
+				fmt.Fprintln(g.stderr, "ndst: no --costs given; calibrating this host first (ndst calibrate)")
+				rep, err := calibrate.Run(ctx, calibrate.Options{Kind: g.kind, KindExplicit: g.kindExplicit,
+					Notef: func(format string, args ...any) { fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...) }})
+				if err != nil {
+					if ctx.Err() != nil {
+						return errors.New("calibration interrupted; nothing was run")
+					}
+					return fmt.Errorf("calibrate: %w", err)
+				}
+				s.Costs = rep.Table
+				if saveCosts != "" {
+					if err := calibrate.Save(rep.Table, saveCosts); err != nil {
+						return err
+					}
+				}
+			}
+			if g.verbose > 0 {
+				s.Progress = func(what string) { fmt.Fprintf(g.stderr, "ndst: %s\n", what) }
+			}
+			p, err := bench.Predict(ctx, s)
+			if err != nil {
+				if ctx.Err() != nil {
+					return errors.New("predict interrupted; the throwaway namespace was removed")
+				}
+				return err
+			}
+			if g.json {
+				return writeJSONIndent(g.stdout, p)
+			}
+			return p.WriteTable(g.stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&counts, "count", []string{"100", "1000", "4000"}, "numbers of devices N (list)")
+	f.IntVar(&runs, "runs", 1, "real-kernel runs per N and mode (the median is shown)")
+	f.IntVar(&simRuns, "sim-runs", 5, "emulated runs per N and mode, seeds --seed.. (the median is shown)")
+	f.StringVar(&netns, "predict-netns", "", "throwaway network namespace (default ndst-predict-PID; must not exist)")
+	f.StringVar(&saveCosts, "save-costs", "", "when calibrating first, also write the cost table to FILE")
+	return cmd
+}
