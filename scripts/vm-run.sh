@@ -233,7 +233,7 @@ bzimage_release() {
 	local f=$1 magic off
 	magic=$(dd if="$f" bs=1 skip=514 count=4 2>/dev/null || true)
 	[[ $magic == HdrS ]] || return 1
-	off=$(od -An -tu2 -j526 -N2 "$f" | tr -d ' ')
+	off=$(od -An -tu2 -j526 -N2 "$f" | tr -d ' ') || true
 	[[ $off =~ ^[0-9]+$ ]] || return 1
 	dd if="$f" bs=1 skip=$((off + 512)) count=128 2>/dev/null | tr '\0' '\n' | head -n1 | cut -d' ' -f1
 }
@@ -265,14 +265,14 @@ unpack_deb() {
 	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" --wildcards \
 		'./boot/vmlinuz-*' './boot/config-*' '*/drivers/net/dummy.ko*' 2>/dev/null || true
 	set -o pipefail
-	vmlinuz=$(find "$x/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1)
+	vmlinuz=$(find "$x/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1) || true
 	if [[ -z $vmlinuz ]]; then
 		rm -rf "$x"
 		die $EXIT_KERNEL "$deb holds no boot/vmlinuz-*: not a kernel image package"
 	fi
 	rel=${vmlinuz##*/vmlinuz-}
-	cfg=$(find "$x/boot" -maxdepth 1 -name "config-$rel" 2>/dev/null | head -n1)
-	mod=$(find "$x" -path "*/modules/$rel/*" -name 'dummy.ko*' 2>/dev/null | head -n1)
+	cfg=$(find "$x/boot" -maxdepth 1 -name "config-$rel" 2>/dev/null | head -n1) || true
+	mod=$(find "$x" -path "*/modules/$rel/*" -name 'dummy.ko*' 2>/dev/null | head -n1) || true
 	local stage
 	mk_tmp stage
 	chmod 755 "$stage"
@@ -307,9 +307,9 @@ kernel_from_dir() {
 
 fetch_registry() {
 	local pkg ver key dir tmp log
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}')
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}') || true
 	if [[ -z $pkg ]]; then
-		dir=$(find "$cache/kernels" -mindepth 1 -maxdepth 1 -type d -name 'linux-image-*' 2>/dev/null | sort -V | tail -n1)
+		dir=$(find "$cache/kernels" -mindepth 1 -maxdepth 1 -type d -name 'linux-image-*' 2>/dev/null | sort -V | tail -n1) || true
 		if [[ -n $dir && -f $dir/release ]]; then
 			note "apt does not know linux-image-amd64; using the cached ${dir##*/}"
 			kernel_from_dir "$dir"
@@ -317,7 +317,7 @@ fetch_registry() {
 		fi
 		die $EXIT_KERNEL "cannot resolve linux-image-amd64: apt's package lists do not have it (run 'apt-get update' as root; is Debian's registry configured and reachable?), or pass --kernel"
 	fi
-	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" {print $2; exit}')
+	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" {print $2; exit}') || true
 	[[ -n $ver && $ver != "(none)" ]] || die $EXIT_KERNEL "apt has no installable version of $pkg"
 	key="${pkg}_${ver//:/%3a}"
 	dir=$cache/kernels/$key
@@ -329,12 +329,12 @@ fetch_registry() {
 		[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
 		if ! (cd "$tmp" && timeout 600 apt-get "${aopts[@]}" download "$pkg=$ver") >"$log" 2>&1; then
 			local why
-			why=$(grep -E '^E:' "$log" | head -n1 | sed 's/^E: //; s/  */ /g')
+			why=$(grep -E '^E:' "$log" | head -n1 | sed 's/^E: //; s/  */ /g') || true
 			rm -rf "$tmp"
 			die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? (${why:-apt-get download failed})"
 		fi
 		local deb
-		deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1)
+		deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1) || true
 		[[ -n $deb ]] || die $EXIT_KERNEL "apt-get download $pkg left no .deb"
 		mkdir -p "$cache/kernels"
 		unpack_deb "$deb" "$dir"

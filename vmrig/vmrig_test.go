@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -152,6 +153,38 @@ func fakeBzImage(t *testing.T, path, release string) {
 	}
 }
 
+// fakeDeb builds a Debian package holding files (path: content); with a
+// "boot/config-REL" entry it also holds a fake boot/vmlinuz-REL.
+func fakeDeb(t *testing.T, dir, name string, files map[string]string) string {
+	t.Helper()
+	if _, err := exec.LookPath("dpkg-deb"); err != nil {
+		t.Skip("dpkg-deb not found: not a Debian host")
+	}
+	root := filepath.Join(dir, name+"-root")
+	ctl := "Package: " + name + "\nVersion: 1\nArchitecture: amd64\nMaintainer: test <test@example.invalid>\nDescription: fake\n"
+	all := map[string]string{"DEBIAN/control": ctl, "usr/share/doc/" + name + "/README": "fake\n"}
+	for p, c := range files {
+		all[p] = c
+	}
+	for p, c := range all {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if rel, ok := strings.CutPrefix(p, "boot/config-"); ok {
+			fakeBzImage(t, filepath.Join(root, "boot", "vmlinuz-"+rel), rel)
+		}
+	}
+	deb := filepath.Join(dir, name+".deb")
+	if out, err := exec.Command("dpkg-deb", "-b", "-Zgzip", root, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -b: %v: %s", err, out)
+	}
+	return deb
+}
+
 // TestVMRunBadInput checks the fault paths that need neither qemu nor a
 // kernel download: each must exit with its kind and a clear message.
 func TestVMRunBadInput(t *testing.T) {
@@ -179,6 +212,8 @@ func TestVMRunBadInput(t *testing.T) {
 	if err := os.WriteFile(notKernel, []byte("not a kernel\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	debNoKernel := fakeDeb(t, dir, "nokernel", nil)
+	debNoDummy := fakeDeb(t, dir, "nodummyk", map[string]string{"boot/config-9.9.9-deb": "CONFIG_HZ=100\n"})
 	env := []string{"NDST_VM_CACHE=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
 	// apt through a proxy that refuses connections: Debian's registry is unreachable.
 	badAPT := filepath.Join(dir, "apt.conf")
@@ -208,6 +243,8 @@ func TestVMRunBadInput(t *testing.T) {
 		{"not a kernel", []string{"--fetch-only", "--kernel", notKernel}, nil, KindKernel, "neither a Debian package nor a bzImage"},
 		{"kernel without dummy.ko", []string{"--fetch-only", "--kernel", noDummy}, nil, KindKernel, "has no dummy.ko"},
 		{"registry unreachable", []string{"--fetch-only"}, []string{"APT_CONFIG=" + badAPT, "NDST_VM_CACHE=" + filepath.Join(dir, "emptycache")}, KindKernel, "Debian's registry"},
+		{"package without a kernel", []string{"--fetch-only", "--kernel", debNoKernel}, nil, KindKernel, "not a kernel image package"},
+		{"package without dummy.ko", []string{"--fetch-only", "--kernel", debNoDummy}, nil, KindKernel, "has no dummy.ko"},
 		{"kernel with dummy built in", []string{"--fetch-only", "--kernel", builtin}, nil, 0, ""},
 	}
 	for _, tc := range tests {
