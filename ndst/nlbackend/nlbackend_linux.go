@@ -77,6 +77,9 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	b, err := openOn(o, ns)
 	if err != nil {
 		ns.Close()
+		if created { // leave nothing behind
+			_ = removeNetns(o.Netns)
+		}
 		return nil, err
 	}
 	b.created = created
@@ -135,14 +138,16 @@ func (b *Backend) Host() HostFacts {
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.h != nil {
+	// After a timeout a goroutine may still be inside the kernel with one
+	// of the sockets; closing it would wait for that goroutine. The
+	// sockets then go with the process.
+	if b.h != nil && b.broken == nil {
 		b.h.Close()
-		b.h = nil
 	}
 	if b.c != nil && b.broken == nil {
 		b.c.close()
 	}
-	b.c = nil
+	b.h, b.c = nil, nil
 	if b.ns.IsOpen() {
 		b.ns.Close()
 		b.ns = netns.None()
@@ -222,12 +227,15 @@ func (b *Backend) bounded(timeout time.Duration, what string, fn func() error) e
 // dump lists the namespace's links with the lean dump.
 func (b *Backend) dump() ([]link, error) {
 	var links []link
-	err := b.bounded(dumpTimeout+time.Second, "list links", func() error {
+	err := b.bounded(dumpTries*dumpTimeout+time.Second, "list links", func() error {
 		var err error
 		links, err = b.c.dumpLinks(dumpTries, dumpTimeout)
 		return err
 	})
-	return links, err
+	if err != nil {
+		return nil, err
+	}
+	return links, nil
 }
 
 // testHook, when set (by tests only), is called at points where a test
