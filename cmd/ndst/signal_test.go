@@ -35,17 +35,23 @@ func TestSignalsLeaveAConsistentState(t *testing.T) {
 	}
 	bin := buildNdst(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 150000
+	// Both commands take several seconds of wall time uninterrupted, so a
+	// run that ignored the signal could not stop within the bound.
+	const n = 400000
+	seed := filepath.Join(t.TempDir(), "seed")
+	if _, e, c := ndstRun(t, seed, "--watchdog", "0", "add", "400000"); c != 0 {
+		t.Fatalf("setup add = %d: %s", c, e)
+	}
+	before, _ := os.ReadFile(seed)
 	for i := range 6 {
 		state := filepath.Join(t.TempDir(), "state")
-		if _, e, c := ndstRun(t, state, "--watchdog", "0", "add", "150000"); c != 0 {
-			t.Fatalf("setup add = %d: %s", c, e)
+		if err := os.WriteFile(state, before, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		before, _ := os.ReadFile(state)
 		sig := []os.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
-		args := []string{"--state", state, "--watchdog", "0", "del", "1", "150000"}
+		args := []string{"--state", state, "--watchdog", "0", "del", "1", "400000"}
 		if i%3 == 2 {
-			args = []string{"--state", state, "--watchdog", "0", "add", "400000"}
+			args = []string{"--state", state, "--watchdog", "0", "add", "1000000"}
 		}
 		cmd := exec.Command(bin, args...)
 		var stdout, stderr bytes.Buffer
@@ -58,7 +64,7 @@ func TestSignalsLeaveAConsistentState(t *testing.T) {
 		_ = cmd.Process.Signal(sig)
 		err := cmd.Wait()
 		took := time.Since(sent)
-		if took > 3*time.Second {
+		if took > time.Second { // the requirement: stop within 1 s
 			t.Errorf("run %d: %v took %v to stop", i, sig, took)
 		}
 		op := args[4]
@@ -72,7 +78,7 @@ func TestSignalsLeaveAConsistentState(t *testing.T) {
 		var ee *exec.ExitError
 		switch {
 		case err == nil: // finished before the signal: a complete run
-			if want := map[string]int{"del": 0, "add": n + 400000}[op]; len(s.Devices) != want {
+			if want := map[string]int{"del": 0, "add": n + 1000000}[op]; len(s.Devices) != want {
 				t.Errorf("run %d: completed %s left %d devices, want %d", i, op, len(s.Devices), want)
 			}
 		case errors.As(err, &ee) && ee.ExitCode() == 1:
