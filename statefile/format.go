@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 )
 
 const (
@@ -284,76 +285,67 @@ func entryErr(i int, field string, code int) error {
 }
 
 // dupFinder finds two devices with the same name in linear time, with
-// memory touched almost only in sequential streams and 8 bytes per device.
-// That matters at 10^6 names: a single hash table that size costs a cache
-// and TLB miss per insert, several times slower.
+// memory touched almost only in sequential streams and about 9 bytes per
+// device. That matters at 10^6 names: a single hash table that size costs a
+// cache and TLB miss per insert, several times slower.
 //
-// add stores, per device, its name's hash (from nameKey) with the low
-// idxBits replaced by the device's index, and counts devices per partition,
-// chosen by the hash's top bits. find permutes the entries in place so that
-// partitions are contiguous (American flag sort), then runs one small
-// open-addressing table per partition, sized to stay in the CPU cache. Names
-// are compared only when 64-idxBits bits of their hashes agree.
+// add files each name's hash (from nameKey), with its low idxBits replaced
+// by the device's index, into one of 2^k partitions chosen by the hash's top
+// bits. Partitions have a fixed capacity six standard deviations above their
+// expected size: hashes are seeded, so no input can aim for one, and an
+// overflow (odds below 10^-6) only sends find down a slower path. find then
+// runs one small open-addressing table per partition, sized to stay in the
+// CPU cache, and compares names only when 64-idxBits hash bits agree.
 type dupFinder struct {
-	ents  []uint64
-	count []int // devices per partition
-	shift uint  // partition = entry >> shift
+	ents     []uint64 // partition p is ents[p*size : p*size+fill[p]]
+	fill     []int
+	size     int
+	shift    uint // partition = hash >> shift
+	overflow bool
 }
 
 // idxBits holds any device index: Decode and Encode accept fewer than
 // MaxFileSize/minEntry = 2^28 devices.
-const idxBits = 28
+const (
+	idxBits = 28
+	idxMask = 1<<idxBits - 1
+)
 
 func newDupFinder(n int) dupFinder {
 	k := max(0, bits.Len(uint(n))-12) // partitions of about 2^11..2^12 names
+	size := n
+	if k > 0 {
+		mean := n >> k
+		size = mean + 6*int(math.Sqrt(float64(mean))) + 16
+	}
 	return dupFinder{
-		ents:  make([]uint64, n),
-		count: make([]int, 1<<k),
-		shift: uint(64 - k), // e>>64 is 0 in Go: one partition when k == 0
+		ents:  make([]uint64, size<<k),
+		fill:  make([]int, 1<<k),
+		size:  size,
+		shift: uint(64 - k), // h>>64 is 0 in Go: one partition when k == 0
 	}
 }
 
 func (d *dupFinder) add(i int, h uint64) {
-	d.ents[i] = h&^(1<<idxBits-1) | uint64(i)
-	d.count[h>>d.shift]++
+	p := int(h >> d.shift)
+	f := d.fill[p]
+	if f == d.size {
+		d.overflow = true
+		return
+	}
+	d.ents[p*d.size+f] = h&^idxMask | uint64(i)
+	d.fill[p] = f + 1
 }
 
 // find returns indexes i < j of two devices with the same name, or -1, -1.
 // Every device must have been added.
 func (d *dupFinder) find(devs []Device) (int, int) {
-	ents, shift := d.ents, d.shift
-	if len(ents) < 2 {
-		return -1, -1
+	if d.overflow {
+		return findDuplicateSlow(devs)
 	}
-	nparts := len(d.count)
-	end := make([]int, nparts)
-	next := make([]int, nparts)
-	largest, sum := 0, 0
-	for p, c := range d.count {
-		next[p] = sum
-		sum += c
-		end[p] = sum
-		largest = max(largest, c)
-	}
-	// Permute: every swap puts one entry in its partition for good.
-	for p := range nparts {
-		for i := next[p]; i < end[p]; {
-			e := ents[i]
-			q := e >> shift
-			if q == uint64(p) {
-				i++
-				continue
-			}
-			ents[i], ents[next[q]] = ents[next[q]], e
-			next[q]++
-		}
-	}
-	table := make([]uint64, tableSize(largest))
-	const idxMask = 1<<idxBits - 1
-	start := 0
-	for p := range nparts {
-		part := ents[start:end[p]]
-		start = end[p]
+	table := make([]uint64, tableSize(slices.Max(append(d.fill, 0))))
+	for p, f := range d.fill {
+		part := d.ents[p*d.size : p*d.size+f]
 		t := table[:tableSize(len(part))]
 		clear(t)
 		mask := uint64(len(t) - 1)
@@ -374,6 +366,18 @@ func (d *dupFinder) find(devs []Device) (int, int) {
 				}
 			}
 		}
+	}
+	return -1, -1
+}
+
+// findDuplicateSlow is find's fallback when a partition overflowed.
+func findDuplicateSlow(devs []Device) (int, int) {
+	seen := make(map[string]int, len(devs))
+	for j, d := range devs {
+		if i, ok := seen[d.Name]; ok {
+			return i, j
+		}
+		seen[d.Name] = j
 	}
 	return -1, -1
 }
