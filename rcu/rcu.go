@@ -189,7 +189,8 @@ func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	e.AddHooks(r)
 	e.RegisterSoftirq(sim.SoftirqRCU, r.softirq)
 	if cfg.Flavor == Tree && cfg.GPKthread {
-		r.kthread = e.Go("rcu_sched", 0, true, r.gpKthread)
+		r.kthread = e.Go("rcu_preempt", 0, true, r.gpKthread)
+		r.kthread.SetUnbound()
 	}
 	return r, nil
 }
@@ -651,7 +652,6 @@ func (r *RCU) requestGP() {
 }
 
 func (r *RCU) gpKthread(t *sim.Task) {
-	me := r.cpus[t.CPU().ID]
 	for {
 		r.kthreadWQ.Wait(t, func() bool { return r.gpRequested })
 		r.gpRequested = false
@@ -659,7 +659,7 @@ func (r *RCU) gpKthread(t *sim.Task) {
 		if r.GPInProgress() || !r.anyCPUNeedsGP() {
 			continue
 		}
-		r.startGP(me)
+		r.startGP(r.cpus[t.CPU().ID])
 		for r.nHoldouts > 0 {
 			r.kthreadWQ.WaitTimeout(t, func() bool { return r.nHoldouts == 0 }, int64(r.cfg.FQSJiffies))
 			if r.nHoldouts > 0 {
@@ -669,7 +669,7 @@ func (r *RCU) gpKthread(t *sim.Task) {
 		}
 		t.Charge(r.cfg.KthreadCost)
 		r.endGP()
-		me.completeSeen = r.completed
+		r.cpus[t.CPU().ID].completeSeen = r.completed
 		if r.anyCPUNeedsGP() {
 			r.gpRequested = true
 		}

@@ -34,6 +34,7 @@ type Task struct {
 	PID     int
 	fn      func(*Task)
 	daemon  bool
+	unbound bool
 	state   taskState
 	mode    Mode
 	started bool
@@ -249,7 +250,29 @@ func (t *Task) wake() {
 	}
 	t.e.stats.Wakeups++
 	t.state = taskRunnable
+	if t.unbound {
+		t.cpu = t.e.placeUnbound(t.cpu)
+	}
 	t.cpu.enqueue(t)
+}
+
+// SetUnbound lets the scheduler run the task on any CPU: when it wakes it
+// goes to its last CPU if that is idle, else to the lowest-numbered idle CPU,
+// else back to its last CPU's run queue. (Kernel threads such as the RCU
+// grace-period kthread are unbound.)
+func (t *Task) SetUnbound() { t.unbound = true }
+
+// placeUnbound picks the CPU for a waking unbound task.
+func (e *Engine) placeUnbound(last *CPU) *CPU {
+	if last.Idle() {
+		return last
+	}
+	for _, c := range e.cpus {
+		if c.Idle() {
+			return c
+		}
+	}
+	return last
 }
 
 // Schedule voluntarily gives the CPU to another runnable task, if any.
