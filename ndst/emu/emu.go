@@ -300,6 +300,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	if free := req.Template.MaxNumber() + 1 - b.countMatching(req.Template); req.Count > free {
 		return nil, ndst.Usagef("template %s has room for %d more names, asked for %d", req.Template, free, req.Count)
 	}
+	if err := checkMemory(len(b.state.Devices) + req.Count); err != nil {
+		return nil, err
+	}
 	res := b.newResult("add", false)
 	wall := time.Now()
 	k, err := b.boot(ctx)
