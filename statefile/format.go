@@ -130,6 +130,9 @@ func Decode(data []byte) (*State, error) {
 	if err := checkHeader(data); err != nil {
 		return nil, err
 	}
+	if len(data) > MaxFileSize {
+		return nil, corruptf("%d bytes, more than the %d-byte limit", len(data), MaxFileSize)
+	}
 	bodyLen := uint64(binary.LittleEndian.Uint32(data[8:]))
 	if have := uint64(len(data) - headerSize); have < bodyLen {
 		return nil, corruptf("truncated: header announces %d body bytes, only %d present", bodyLen, have)
@@ -191,6 +194,8 @@ func decodeBody(body string) (*State, error) {
 		return st, nil
 	}
 	s := body
+	// At most (len(body)-8)/4 devices of 24 bytes, plus 9 bytes each for
+	// dupFinder: memory stays within a small multiple of the input.
 	devs := make([]Device, count)
 	dups := newDupFinder(len(devs))
 	p := bodyFixed

@@ -66,10 +66,14 @@ func bytesOf(n int, c byte) []byte {
 	return b
 }
 
-// findDup runs the dupFinder over names.
-func findDup(names []string) (int, int) {
+// findDup runs the dupFinder over names; partitionSize > 0 overrides the
+// partitions' capacity, to force the overflow path.
+func findDup(names []string, partitionSize ...int) (int, int) {
 	devs := make([]Device, len(names))
 	d := newDupFinder(len(names))
+	if len(partitionSize) > 0 {
+		d.size = partitionSize[0]
+	}
 	for i, n := range names {
 		devs[i].Name = n
 		h, _ := nameKey(n)
@@ -101,7 +105,12 @@ func TestDupFinderMatchesMap(t *testing.T) {
 			wantDup = wantDup || seen[n]
 			seen[n] = true
 		}
-		i, j := findDup(names)
+		var i, j int
+		if rapid.Bool().Draw(t, "overflow") {
+			i, j = findDup(names, 1) // every partition overflows at its second name
+		} else {
+			i, j = findDup(names)
+		}
 		if gotDup := i >= 0; gotDup != wantDup {
 			t.Fatalf("findDup(%d names) = %d, %d; want a duplicate: %v", len(names), i, j, wantDup)
 		}
