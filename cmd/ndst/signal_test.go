@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,5 +92,44 @@ func TestSignalsLeaveAConsistentState(t *testing.T) {
 		default:
 			t.Errorf("run %d: exit %v, stderr %q", i, err, stderr.String())
 		}
+	}
+}
+
+// TestConcurrentProcessesShareTheStateSafely races two real ndst processes on
+// one state file: the second waits for the lock and either fails after
+// --wait-lock naming the holder's PID, or runs after the first, and the
+// final state reflects every command that succeeded.
+func TestConcurrentProcessesShareTheStateSafely(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the ndst binary")
+	}
+	bin := buildNdst(t)
+	state := filepath.Join(t.TempDir(), "state")
+	if _, e, c := ndstRun(t, state, "--watchdog", "0", "add", "300000"); c != 0 {
+		t.Fatalf("setup = %d %s", c, e)
+	}
+	// A long del holds the lock for about a second.
+	long := exec.Command(bin, "--state", state, "--watchdog", "0", "del", "1", "300000")
+	if err := long.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+
+	out, err := exec.Command(bin, "--state", state, "--wait-lock", "100ms", "add", "5").CombinedOutput()
+	var ee *exec.ExitError
+	pid := strconv.Itoa(long.Process.Pid)
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "pid "+pid) {
+		t.Errorf("second ndst with --wait-lock 100ms = %v %q; want exit 1 naming pid %s", err, out, pid)
+	}
+	out, err = exec.Command(bin, "--state", state, "--wait-lock", "30s", "--json", "add", "5").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"count":5`) {
+		t.Errorf("second ndst with --wait-lock 30s = %v %q; want it to wait and succeed", err, out)
+	}
+	if err := long.Wait(); err != nil {
+		t.Fatalf("the long del failed: %v", err)
+	}
+	s, err := statefile.Load(state)
+	if err != nil || len(s.Devices) != 5 {
+		t.Errorf("final state: %v devices, %v; want the 5 added after the del", len(s.Devices), err)
 	}
 }
