@@ -295,8 +295,8 @@ func warnings(r *Record, smp []Sample, runs int) []string {
 				break
 			}
 		}
-		w = append(w, fmt.Sprintf("%s: livelock in %d of %d runs: %s fired (%s); %s",
-			r.Cell, r.Livelocks, r.Runs, watchdogOf(first.Error), first.Error, remedyOf(first)))
+		w = append(w, fmt.Sprintf("%s: livelock in %d of %d runs (the first during %s): %s fired (%s); %s",
+			r.Cell, r.Livelocks, r.Runs, opName(first.StoppedIn), watchdogOf(first.Error), first.Error, remedyOf(r.Cell, first)))
 	}
 	if r.Errors > 0 {
 		var first Sample
@@ -306,7 +306,7 @@ func warnings(r *Record, smp []Sample, runs int) []string {
 				break
 			}
 		}
-		w = append(w, fmt.Sprintf("%s: %d of %d runs failed: %s", r.Cell, r.Errors, r.Runs, first.Error))
+		w = append(w, fmt.Sprintf("%s: %d of %d runs failed (the first during %s): %s", r.Cell, r.Errors, r.Runs, opName(first.StoppedIn), first.Error))
 	}
 	if r.OK >= 2 && r.MeanNS > 0 {
 		if cv := r.StddevNS / r.MeanNS; cv > highCV {
@@ -331,9 +331,31 @@ func watchdogOf(msg string) string {
 	return "the emulated kernel's watchdog"
 }
 
-// remedyOf is the emulated kernel's advice for a livelocked run, or a
-// generic one.
-func remedyOf(x Sample) string {
+func opName(op string) string {
+	switch op {
+	case "add":
+		return "add N"
+	case "del":
+		return "the delete"
+	}
+	return "setup"
+}
+
+// remedyOf is the advice for a livelocked run: the emulated kernel's own,
+// unless the lockup came before the wait loop ever ran (no synchronize_net,
+// no wait check): then it was the unregister work of one big batch, done in
+// kernel mode without a context switch, and no wait strategy can help.
+func remedyOf(c Cell, x Sample) string {
+	if strings.Contains(x.Error, "soft lockup") && x.batched && x.Counters != nil &&
+		x.Counters["synchronize_net"] == 0 && x.Counters["wait_checks"] == 0 && x.Counters["devices_freed"] == 0 {
+		return fmt.Sprintf("the lockup is in the batched unregister itself: %d devices' unregister work runs "+
+			"in kernel mode without a context switch, whatever the strategy; delete in smaller batches "+
+			"(a smaller --count), use --batch one-by-one, load a cheaper host calibration with --costs, or raise --watchdog", c.Count)
+	}
+	if strings.Contains(x.Error, "soft lockup") && x.StoppedIn == "add" {
+		return fmt.Sprintf("the lockup is in creating the %d devices, before any teardown, whatever the strategy; "+
+			"use a smaller --count, a cheaper host calibration (--costs), or raise --watchdog", c.Count)
+	}
 	for i := len(x.notes) - 1; i >= 0; i-- {
 		if n := x.notes[i]; strings.Contains(n, "try ") || strings.Contains(n, "run with") {
 			return n

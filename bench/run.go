@@ -30,6 +30,9 @@ type Sample struct {
 	Latency *ndst.Latency `json:"latency,omitempty"`
 	// Counters are the delete's counters (grace periods, sleeps, ...).
 	Counters map[string]int64 `json:"counters,omitempty"`
+	// StoppedIn is the operation ("add" or "del") a livelock or an error
+	// stopped.
+	StoppedIn string `json:"stopped_in,omitempty"`
 
 	// What the backend reported about itself and about failures; used for
 	// the Record's fields and warnings, not exported per run.
@@ -176,8 +179,10 @@ func (s *Spec) runSim(ctx context.Context, c Cell, seed uint64) Sample {
 		smp.AddNS, smp.AddWallNS = deref(add.VirtualNS), add.WallNS
 	}
 	if err != nil {
+		smp.StoppedIn = "add"
 		return outcome(smp, add, err)
 	}
+	smp.StoppedIn = "del"
 	del, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: c.OneByOne()})
 	if del != nil {
 		smp.DelNS, smp.DelWallNS = deref(del.VirtualNS), del.WallNS
@@ -205,6 +210,7 @@ func outcome(smp Sample, r *ndst.Result, err error) Sample {
 	}
 	switch {
 	case err == nil:
+		smp.StoppedIn = ""
 		return smp
 	case errors.Is(err, ndst.ErrLivelock):
 		smp.Result = ndst.ResultLivelock
@@ -256,10 +262,12 @@ func (s *Spec) runReal(ctx context.Context, b ndst.Backend, c Cell, seed uint64)
 		smp.host.kind = add.Kind
 	}
 	if err != nil {
+		smp.StoppedIn = "add"
 		smp = outcome(smp, add, err)
 		s.cleanup(ctx, b)
 		return smp
 	}
+	smp.StoppedIn = "del"
 	del, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: c.OneByOne()})
 	if del != nil {
 		smp.DelNS, smp.DelWallNS = del.WallNS, del.WallNS
