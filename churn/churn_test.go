@@ -1,0 +1,155 @@
+package churn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+)
+
+func tmpl(t *testing.T, s string) ndst.Template {
+	t.Helper()
+	tp, err := ndst.ParseTemplate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+func base(t *testing.T) Config {
+	return Config{
+		Threads: 4, Count: 200, Duration: 60 * time.Millisecond, Locking: LockRTNL,
+		Namespaces: 1, Alloc: AllocBitmap, Work: 0, Template: tmpl(t, "churn%d"),
+	}
+}
+
+func TestRunAddsUp(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"rtnl", func(c *Config) {}},
+		{"rtnl over 3 namespaces", func(c *Config) { c.Namespaces = 3 }},
+		{"netns over 2 namespaces", func(c *Config) { c.Locking = LockNetns; c.Namespaces = 2 }},
+		{"split with work", func(c *Config) { c.Locking = LockSplit; c.Work = 2 * time.Microsecond }},
+		{"linear allocators", func(c *Config) { c.Alloc = AllocLinear }},
+		{"listers", func(c *Config) { c.Listers = 2; c.Count = 2000 }},
+		{"count equals threads", func(c *Config) { c.Count = 5; c.Threads = 5 }},
+		{"one thread", func(c *Config) { c.Threads = 1 }},
+		{"tiny name space", func(c *Config) { c.Template = tmpl(t, "abcdefghijklm%d"); c.Count = 100; c.Threads = 8 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base(t)
+			tt.mod(&c)
+			r, err := Run(context.Background(), c)
+			if err != nil {
+				t.Fatalf("Run(%+v) = %v", c, err)
+			}
+			var sum int64
+			for _, n := range r.PerThread {
+				sum += n
+			}
+			if r.Ops == 0 || r.Ops != sum || r.Ops != r.Creates+r.Destroys {
+				t.Errorf("Run() ops %d, per-thread sum %d, creates+destroys %d; want equal and > 0", r.Ops, sum, r.Creates+r.Destroys)
+			}
+			if r.Creates < r.Destroys {
+				t.Errorf("Run() creates %d < destroys %d", r.Creates, r.Destroys)
+			}
+			if c.Listers > 0 && r.Listings == 0 {
+				t.Errorf("Run() listings = 0 with %d listers", c.Listers)
+			}
+			if r.LockHeldFrac < 0 || r.LockHeldFrac > 1.01 {
+				t.Errorf("Run() LockHeldFrac = %v, want in [0, 1]", r.LockHeldFrac)
+			}
+			if r.Limit() == "" {
+				t.Errorf("Limit() is empty")
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"threads 0", func(c *Config) { c.Threads = 0 }},
+		{"threads too many", func(c *Config) { c.Threads = MaxThreads + 1 }},
+		{"count 0", func(c *Config) { c.Count = 0 }},
+		{"count too big", func(c *Config) { c.Count = MaxCount + 1 }},
+		{"duration 0", func(c *Config) { c.Duration = 0 }},
+		{"duration negative", func(c *Config) { c.Duration = -time.Second }},
+		{"namespaces 0", func(c *Config) { c.Namespaces = 0 }},
+		{"work negative", func(c *Config) { c.Work = -1 }},
+		{"listers negative", func(c *Config) { c.Listers = -1 }},
+		{"locking unknown", func(c *Config) { c.Locking = "giant" }},
+		{"alloc unknown", func(c *Config) { c.Alloc = "tree" }},
+		{"template too small", func(c *Config) { c.Template = tmpl(t, "abcdefghijklmn%d"); c.Count = 11 }},
+		{"count below threads", func(c *Config) { c.Count = 2; c.Threads = 5 }},
+	}
+	for _, tt := range tests {
+		c := base(t)
+		tt.mod(&c)
+		r, err := Run(context.Background(), c)
+		if !ndst.IsUsage(err) || r != nil {
+			t.Errorf("%s: Run() = %v, %v; want nil, usage error", tt.name, r, err)
+		}
+	}
+	if err := base(t).Validate(); err != nil {
+		t.Errorf("Validate(base) = %v, want nil", err)
+	}
+}
+
+// TestCancel checks that a run ends when its context does.
+func TestCancel(t *testing.T) {
+	c := base(t)
+	c.Duration = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := Run(ctx, c); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run(cancelled) = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end within 10s of its context's end")
+	}
+}
+
+// TestNamespaceOps checks the registry's create and destroy directly:
+// lowest free names, cyclic ifindexes, and refusal of a stale destroy.
+func TestNamespaceOps(t *testing.T) {
+	ns := &namespace{lk: &lock{}, tmpl: tmpl(t, "d%d")}
+	c := base(t)
+	ns.table, ns.ifindex, ns.names = newTable(), newAllocator(c.Alloc, 1, 100), newAllocator(c.Alloc, 0, 99)
+	var devs []*device
+	for i := 0; i < 3; i++ {
+		d := &device{}
+		if err := ns.create(d); err != nil {
+			t.Fatalf("create() = %v", err)
+		}
+		devs = append(devs, d)
+	}
+	if err := ns.destroy(devs[0]); err != nil {
+		t.Fatalf("destroy(%s) = %v", devs[0].name, err)
+	}
+	d := &device{}
+	if err := ns.create(d); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(d.name, " ", d.ifindex), "d0 4"; got != want {
+		t.Errorf("create() after destroying d0 = %s, want %s (lowest free name, next ifindex)", got, want)
+	}
+	if err := ns.destroy(devs[0]); !errors.Is(err, ErrInconsistent) {
+		t.Errorf("destroy(already destroyed) = %v, want ErrInconsistent", err)
+	}
+	if err := ns.check(); err != nil {
+		t.Errorf("check() = %v", err)
+	}
+}
