@@ -247,7 +247,9 @@ func (c *CPU) checkLockup() {
 		return
 	}
 	if stuck := c.e.now - c.lastSwitch; stuck >= c.e.cfg.Watchdog {
-		c.e.Stop(&LockupError{CPU: c.ID, Task: t.Name, Stuck: stuck, At: c.e.now})
+		err := &LockupError{CPU: c.ID, Task: t.Name, Stuck: stuck, At: c.e.now}
+		c.e.Printk("BUG: soft lockup - CPU#%d stuck for %ds! [%s:%d]", c.ID, int64(stuck/Second), t.Name, t.PID)
+		c.e.Stop(err)
 	}
 }
 
