@@ -57,8 +57,12 @@ func (g *globalOptions) nlOptions() nlbackend.Options {
 	return nlbackend.Options{
 		Netns: g.netns, Kind: g.kind, KindExplicit: g.kindExplicit,
 		AllowRootNS: g.allowRootNS, Logger: g.logger(),
+		// Notices also land in Result.Notes, which the text output prints;
+		// with --json they go to stderr too, so a person still sees them.
 		Notef: func(format string, args ...any) {
-			fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
+			if g.json {
+				fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
+			}
 		},
 	}
 }
