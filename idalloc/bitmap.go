@@ -37,6 +37,15 @@ type Bitmap struct {
 	runA, runB int
 	// noRun disables the run (benchmarks compare the kernel's design).
 	noRun bool
+	// dirty is a level 0 word whose summary bits may be stale, or -1.
+	// Searches consult the summary bits only of words after the hint's
+	// word (they climb from the hint, never descend from the top), so
+	// a change of fullness in a word at or below the hint's word need
+	// not be propagated at once: it is recorded here and propagated
+	// (sync) when another word becomes dirty or when the hint moves
+	// below it. The hole-punching loop thus never touches the summary
+	// levels. Invariant: dirty == -1 or dirty <= hint>>6.
+	dirty int
 }
 
 var _ Allocator = (*Bitmap)(nil)
@@ -49,6 +58,7 @@ func NewBitmap(min, max int) *Bitmap {
 	b.bm = make([]uint64, 1)
 	b.off[1] = 1
 	b.topMax = topWords
+	b.dirty = -1
 	return b
 }
 
@@ -151,8 +161,8 @@ func (b *Bitmap) nextFree(p int) int {
 
 // lowestFree returns the lowest free relative index. Every index below the
 // hint is in use, so it is the first zero bit at or after the hint: found
-// in the hint's word when that word has one, else by descending from the
-// top level, without climbing up from the hint.
+// in the hint's word when that word has one, else by climbing the summary
+// levels from there.
 func (b *Bitmap) lowestFree() int {
 	h := b.hint
 	w := h >> 6
@@ -162,33 +172,56 @@ func (b *Bitmap) lowestFree() int {
 	if x := ^b.bm[w] & (allOnes << (uint(h) & 63)); x != 0 {
 		return w<<6 | bits.TrailingZeros64(x)
 	}
-	return b.descend(b.top, b.firstZeroTop(0))
+	return b.nextFree(h)
 }
 
-// fullUp records that word w of level 0 just became full.
-func (b *Bitmap) fullUp(w int) {
-	bm := b.bm
-	for lv := 1; lv <= b.top; lv++ {
-		i := b.off[lv] + w>>6
-		x := bm[i] | 1<<(uint(w)&63)
-		bm[i] = x
-		if x != allOnes {
-			return
+// changed records that level 0 word w became full or stopped being full:
+// lazily when w is at or below the hint's word, else at once.
+func (b *Bitmap) changed(w int) {
+	if w == b.dirty || b.top == 0 {
+		return // already dirty, and dirty <= hint>>6
+	}
+	b.changedSlow(w)
+}
+
+func (b *Bitmap) changedSlow(w int) {
+	if w <= b.hint>>6 {
+		if b.dirty != w {
+			if b.dirty >= 0 {
+				b.sync(b.dirty)
+			}
+			b.dirty = w
 		}
-		w >>= 6
+		return
+	}
+	b.sync(w)
+}
+
+// hintLowered restores the invariant dirty <= hint>>6 after the hint moved
+// down.
+func (b *Bitmap) hintLowered() {
+	if b.dirty > b.hint>>6 {
+		b.sync(b.dirty)
+		b.dirty = -1
 	}
 }
 
-// notFullUp records that word w of level 0, full until now, has a zero.
-func (b *Bitmap) notFullUp(w int) {
+// sync propagates the fullness of level 0 word w up the summary levels.
+func (b *Bitmap) sync(w int) {
 	bm := b.bm
+	full := bm[w] == allOnes
 	for lv := 1; lv <= b.top; lv++ {
 		i := b.off[lv] + w>>6
 		old := bm[i]
-		bm[i] = old &^ (1 << (uint(w) & 63))
-		if old != allOnes {
-			return
+		x := old &^ (1 << (uint(w) & 63))
+		if full {
+			x = old | 1<<(uint(w)&63)
 		}
+		bm[i] = x
+		if (x == allOnes) == (old == allOnes) {
+			return // this word's fullness did not change: nothing above does
+		}
+		full = x == allOnes
 		w >>= 6
 	}
 }
@@ -247,8 +280,8 @@ func (b *Bitmap) AllocFrom(start int) (int, error) {
 	}
 	x := b.bm[w] | 1<<(uint(r)&63)
 	b.bm[w] = x
-	if x == allOnes && b.top > 0 {
-		b.fullUp(w)
+	if x == allOnes {
+		b.changed(w)
 	}
 	b.n++
 	return b.min + r, nil
@@ -273,9 +306,6 @@ func (b *Bitmap) Reserve(n int) error {
 		return fmt.Errorf("Reserve(%d): %w", n, ErrInUse)
 	}
 	b.bm[w] = old | bit
-	if old|bit == allOnes && b.top > 0 {
-		b.fullUp(w)
-	}
 	b.n++
 	switch {
 	case r == b.hint:
@@ -285,6 +315,9 @@ func (b *Bitmap) Reserve(n int) error {
 		b.runB++
 	case r+1 == b.runA:
 		b.runA--
+	}
+	if old|bit == allOnes {
+		b.changed(w)
 	}
 	return nil
 }
@@ -302,9 +335,6 @@ func (b *Bitmap) Free(n int) error {
 	}
 	old := b.bm[w]
 	b.bm[w] = old &^ bit
-	if old == allOnes && b.top > 0 {
-		b.notFullUp(w)
-	}
 	b.n--
 	switch {
 	case r < b.hint:
@@ -313,8 +343,12 @@ func (b *Bitmap) Free(n int) error {
 		b.runA, b.runB = r+1, b.hint
 		b.hint = r
 		b.normalize()
+		b.hintLowered()
 	case b.runA <= r && r < b.runB:
 		b.runB = r
+	}
+	if old == allOnes {
+		b.changed(w)
 	}
 	return nil
 }

@@ -13,7 +13,9 @@
 //     even when every low index is taken; the seed's hole-punching loop
 //     (free a low index, take it back, allocate) costs O(1) per step
 //     because the run hint remembers the stretch that the freed index
-//     split off.
+//     split off, and because a word at or below the hint's word updates
+//     its summary bits lazily (searches climb from the hint and never
+//     read them).
 //   - Linear is the naive allocator: the next-free hint, then a scan of
 //     the bitmap word by word. The hole-punching pattern defeats the hint and
 //     makes every allocation O(n/64).

@@ -75,8 +75,19 @@ func (m *model) allocFrom(start int) (int, bool) {
 	return 0, false
 }
 
-// check verifies the summary levels of a Bitmap against its level 0.
+// check verifies the summary levels of a Bitmap against its level 0, once
+// the dirty word, which may be stale, is propagated in a copy.
 func (b *Bitmap) check() error {
+	if b.dirty > b.hint>>6 {
+		return fmt.Errorf("dirty word %d above the hint's word %d", b.dirty, b.hint>>6)
+	}
+	if b.dirty >= 0 {
+		c := *b
+		c.bm = append([]uint64(nil), b.bm...)
+		c.sync(c.dirty)
+		c.dirty = -1
+		b = &c
+	}
 	for lv := 1; lv <= b.top; lv++ {
 		below, cur := b.level(lv-1), b.level(lv)
 		if len(below) <= b.topMax {
