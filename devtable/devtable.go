@@ -140,21 +140,6 @@ func (t *Table[T]) nameFind(name string, h uint32) (int, *rec[T]) {
 	}
 }
 
-// nameAdd records name -> ifindex; name must be absent. It is called after
-// the rec is in its bucket, with t.n already counting it.
-func (t *Table[T]) nameAdd(name string, key int32) {
-	if 4*t.n > 3*len(t.names) {
-		t.nameGrow()
-	}
-	h := hashName(name)
-	mask := len(t.names) - 1
-	i := int(h) & mask
-	for t.names[i] != 0 {
-		i = (i + 1) & mask
-	}
-	t.names[i] = uint64(h)<<32 | uint64(uint32(key))
-}
-
 func (t *Table[T]) nameGrow() {
 	old := t.names
 	t.names = make([]uint64, 2*len(old))
@@ -251,7 +236,13 @@ func (b *bucket[T]) insert(r rec[T]) {
 		// Past the last key: append to the last chunk, or start a new
 		// chunk when it is full, so that ascending inserts fill chunks.
 		if k == 0 || len(b.chunks[k-1]) == chunkMax {
-			b.chunks = append(b.chunks, make([]rec[T], 0, 8))
+			// The first chunk of a bucket starts small; a bucket
+			// that already filled one grows in whole chunks.
+			c := 8
+			if k > 0 {
+				c = chunkMax
+			}
+			b.chunks = append(b.chunks, make([]rec[T], 0, c))
 			b.lasts = append(b.lasts, 0)
 			k++
 		}
@@ -339,7 +330,9 @@ func (t *Table[T]) Insert(name string, ifindex int, v T) error {
 	if name == "" || !validIndex(ifindex) {
 		return fmt.Errorf("Insert(%q, %d): %w", name, ifindex, ErrInvalid)
 	}
-	if _, r := t.nameFind(name, hashName(name)); r != nil {
+	h := hashName(name)
+	slot, r := t.nameFind(name, h)
+	if r != nil {
 		return fmt.Errorf("Insert(%q, %d): %w", name, ifindex, ErrDuplicateName)
 	}
 	key := int32(ifindex)
@@ -348,7 +341,11 @@ func (t *Table[T]) Insert(name string, ifindex int, v T) error {
 	}
 	t.bk[key&t.mask].insert(rec[T]{key: key, name: name, v: v})
 	t.n++
-	t.nameAdd(name, key)
+	if 4*t.n > 3*len(t.names) {
+		t.nameGrow()
+		slot, _ = t.nameFind(name, h)
+	}
+	t.names[slot] = uint64(h)<<32 | uint64(uint32(key))
 	return nil
 }
 

@@ -45,7 +45,11 @@ for p in "${pkgs[@]}"; do
     check naive/list-warm-x ">=" 100
     check list1M/list100k-cold ">=" 8
     check list1M/list100k-cold "<=" 12
-    check insert1M/insert100k "<=" 20
+    # Linear is 10 and a quadratic step 100; past the caches every hash
+    # table pays a miss per insert at 1M (map-insert1M/insert100k is Go's
+    # own map in the same run).
+    check insert1M/insert100k "<=" 40
+    check remove1M/remove100k "<=" 40
     ;;
   esac
 done
