@@ -20,11 +20,13 @@
 //   - each index bucket (ifindex & (nbuckets-1)) holds its entries
 //     themselves, sorted by ifindex, in chunks of at most chunkMax entries
 //     with a directory of each chunk's last ifindex: insert and remove cost
-//     O(log n + chunkMax) whatever the bucket's length, appending a higher
+//     O(log n + chunkMax), plus moving the bucket's directory (n/nbuckets/
+//     chunkMax words) when a chunk splits or merges; appending a higher
 //     ifindex than any in the bucket costs O(1), and a listing reads memory
 //     in order;
 //   - the name hash maps a name to its ifindex (open addressing, linear
-//     probing, at most 3/4 full, doubled when it would be fuller);
+//     probing, at most 3/4 full, doubled when it would be fuller; it does
+//     not shrink);
 //   - List and Range output depends only on the table's contents, never on
 //     the history of insertions or on Go's map order: the name hash is
 //     FNV-1a with its fixed offset basis;
