@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -79,6 +80,10 @@ type Prediction struct {
 	Costs    string `json:"costs"`
 	Kernel   string `json:"kernel,omitempty"`
 	Kind     string `json:"kind"`
+
+	// LoadAvg is /proc/loadavg before and after the real runs: other work
+	// on the host lengthens every wait for a CPU (wake-ups, ksoftirqd).
+	LoadAvg []string `json:"loadavg,omitempty"`
 
 	Rows []PredictRow `json:"rows"`
 	// Measured and Predicted are least-squares lines through the delete
@@ -216,6 +221,7 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 	if !nb.Created() {
 		return nil, ndst.Usagef("network namespace %s already exists; predict needs a throwaway namespace of its own", s.Netlink.Netns)
 	}
+	p.LoadAvg = append(p.LoadAvg, loadAvg())
 	for _, n := range s.Counts {
 		for _, b := range BatchNames {
 			for range s.Runs {
@@ -238,6 +244,7 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 			}
 		}
 	}
+	p.LoadAvg = append(p.LoadAvg, loadAvg())
 	for _, k := range order {
 		r := rows[k]
 		r.MeasuredNS = Summarize(r.MeasuredRuns).Median
@@ -295,6 +302,9 @@ func (p *Prediction) WriteTable(w io.Writer) error {
 		kernel = "this host's kernel"
 	}
 	fmt.Fprintf(&b, "measured:  %s through netlink (kind %s), wall time around the kernel work\n", kernel, p.Kind)
+	if len(p.LoadAvg) == 2 {
+		fmt.Fprintf(&b, "load average before/after the real runs: %s / %s\n", p.LoadAvg[0], p.LoadAvg[1])
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tN\tmode\tmeasured\tpredicted\terror\tmeasured/dev\tpredicted/dev\t")
 	for _, r := range p.Rows {
@@ -323,4 +333,17 @@ func (p *Prediction) WriteTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("" when unreadable).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
