@@ -57,6 +57,10 @@ type DelRequest struct {
 // that many entries (mimicking a small read buffer).
 type ListRequest struct {
 	PageSize int
+	// Naive reads each page by restarting from the head of the table and
+	// skipping what was already read (the pre-fix /proc reader), instead of
+	// resuming from a cursor. Backends without such a reader ignore it.
+	Naive bool
 }
 
 // Device is one network device as a backend reports it.

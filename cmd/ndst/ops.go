@@ -73,6 +73,7 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 
 func newListCmd(g *globalOptions) *cobra.Command {
 	var page int
+	var reader string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the devices (name, ifindex, state, refcount)",
@@ -81,6 +82,9 @@ func newListCmd(g *globalOptions) *cobra.Command {
 			if page < 0 {
 				return ndst.Usagef("--page-size must not be negative")
 			}
+			if reader != "cursor" && reader != "naive" {
+				return ndst.Usagef("unknown --reader %q (want cursor or naive)", reader)
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			b, err := g.openBackend(ctx)
@@ -88,7 +92,7 @@ func newListCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			devs, err := b.List(ctx, ndst.ListRequest{PageSize: page})
+			devs, err := b.List(ctx, ndst.ListRequest{PageSize: page, Naive: reader == "naive"})
 			if err != nil {
 				return err
 			}
@@ -96,6 +100,7 @@ func newListCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&page, "page-size", 0, "read the registry in pages of this many entries, like a small read buffer (0: all at once)")
+	cmd.Flags().StringVar(&reader, "reader", "cursor", "how pages are read: cursor (resume at the cached bucket and offset) or naive (restart from the head each page)")
 	return cmd
 }
 

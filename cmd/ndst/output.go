@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,7 +105,9 @@ func (g *globalOptions) printList(backend string, devs []ndst.Device) error {
 			Devices []ndst.Device `json:"devices"`
 		}{backend, len(devs), devs})
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	bw := bufio.NewWriter(g.stdout)
+	defer bw.Flush()
+	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "IFINDEX\tNAME\tKIND\tSTATE\tREFCNT")
 	for _, d := range devs {
 		name := d.Name
@@ -116,8 +119,8 @@ func (g *globalOptions) printList(backend string, devs []ndst.Device) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(g.stdout, "%d devices\n", len(devs))
-	return err
+	fmt.Fprintf(bw, "%d devices\n", len(devs))
+	return bw.Flush()
 }
 
 // fmtDur prints nanoseconds the way time(1) users read them.

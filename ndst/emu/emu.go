@@ -527,15 +527,25 @@ func (b *Backend) List(ctx context.Context, req ndst.ListRequest) ([]ndst.Device
 		page = k.reg.Len() + 1
 	}
 	tab := k.reg.Table()
-	var c devtable.Cursor
-	for !c.Done() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	visit := func(ifindex int, name string, d *netdev.Device) {
+		out = append(out, ndst.Device{Name: name, Ifindex: ifindex, Kind: "dummy",
+			State: d.State.String(), Refcount: d.Refcount()})
+	}
+	if req.Naive {
+		for pos, done := 0, false; !done; {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			pos, done = tab.ListNaive(pos, page, visit)
 		}
-		c = tab.List(c, page, func(ifindex int, name string, d *netdev.Device) {
-			out = append(out, ndst.Device{Name: name, Ifindex: ifindex, Kind: "dummy",
-				State: d.State.String(), Refcount: d.Refcount()})
-		})
+	} else {
+		var c devtable.Cursor
+		for !c.Done() {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			c = tab.List(c, page, visit)
+		}
 	}
 	slices.SortFunc(out, func(a, b ndst.Device) int { return a.Ifindex - b.Ifindex })
 	return out, nil
