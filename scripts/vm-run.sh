@@ -141,7 +141,7 @@ else
 	cmds+=("$cur")
 fi
 
-cache=${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}
+cache=${NDST_VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/ndst/vm}
 
 # ---------------------------------------------------------------- cleanup
 
@@ -149,9 +149,14 @@ work=""
 tmpdirs=() # scratch folders in the cache, removed on exit
 qpid=""
 tailpid=""
+child="" # a long helper (apt-get download, go build) in its own process group
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
+	if [[ -n $child ]]; then
+		kill -TERM -- "-$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
 	if [[ -n $qpid ]] && kill -0 "$qpid" 2>/dev/null; then
 		kill -TERM "$qpid" 2>/dev/null || true
 	fi
@@ -185,9 +190,21 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap 'note "interrupted (SIGINT); stopping"; exit 130' INT
+trap 'note "stopped by SIGTERM"; exit 143' TERM
+trap 'note "stopped by SIGHUP"; exit 129' HUP
+
+# run_child LOG DIR CMD...: run CMD in DIR in its own process group, output to
+# LOG, and wait for it; cleanup stops the whole group if the script is stopped.
+run_child() {
+	local log=$1 dir=$2 rc=0
+	shift 2
+	setsid sh -c 'cd "$0" && exec "$@"' "$dir" "$@" </dev/null >"$log" 2>&1 &
+	child=$!
+	wait "$child" || rc=$?
+	child=""
+	return "$rc"
+}
 
 # ---------------------------------------------------------------- host tools
 
@@ -216,6 +233,7 @@ check_host() {
 		command -v go >/dev/null 2>&1 || die $EXIT_HOST "go not found: needed to build the guest's static ndst"
 	fi
 	command -v flock >/dev/null 2>&1 || die $EXIT_HOST "flock not found (util-linux)"
+	command -v setsid >/dev/null 2>&1 || die $EXIT_HOST "setsid not found (util-linux)"
 }
 
 # ---------------------------------------------------------------- kernels
@@ -327,7 +345,7 @@ fetch_registry() {
 		note "downloading $pkg $ver from Debian's registry into $cache"
 		local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
 		[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
-		if ! (cd "$tmp" && timeout 600 apt-get "${aopts[@]}" download "$pkg=$ver") >"$log" 2>&1; then
+		if ! run_child "$log" "$tmp" timeout 600 apt-get "${aopts[@]}" download "$pkg=$ver"; then
 			local why
 			why=$(grep -E '^E:' "$log" | head -n1 | sed 's/^E: //; s/  */ /g') || true
 			rm -rf "$tmp"
@@ -439,7 +457,7 @@ if [[ -n $guest_bin ]]; then
 	cp "$guest_bin" "$root$prog"
 	chmod 755 "$root$prog"
 else
-	if ! (cd "$repo" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$root/bin/ndst" ./cmd/ndst) >"$work/build.log" 2>&1; then
+	if ! run_child "$work/build.log" "$repo" env CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$root/bin/ndst" ./cmd/ndst; then
 		cat "$work/build.log" >&2
 		die $EXIT_GUEST "cannot build the guest's static ndst (go build ./cmd/ndst failed)"
 	fi
