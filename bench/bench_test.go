@@ -198,11 +198,44 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-func TestGoldenOutputs(t *testing.T) {
-	rep, err := Run(context.Background(), small(), nil)
-	if err != nil {
-		t.Fatal(err)
+// syntheticReport builds a report from fixed samples, so that the golden
+// files test the rendering and not the emulated kernel's current figures.
+func syntheticReport() *Report {
+	s := small()
+	s.Strategies = []string{"tick", "expedited", "barrier"}
+	cells := s.Cells()
+	lat := func(base int64) *ndst.Latency {
+		return &ndst.Latency{MinNS: base - 80_000, MedianNS: base, P99NS: base + 150_000, MaxNS: base + 150_000}
 	}
+	counters := func(gps, sleeps, wakeups, busy int64) map[string]int64 {
+		return map[string]int64{"grace_periods": gps, "sleeps": sleeps, "wakeups": wakeups, "cpu_busy_ns": busy}
+	}
+	samples := make([][]Sample, len(cells))
+	for i, c := range cells {
+		n := int64(c.Count)
+		for r := range s.Runs {
+			seed := s.Seed + uint64(r)
+			jit := int64(r) * 100_000
+			x := Sample{Seed: seed, Result: ndst.ResultOK, AddNS: n * 1_001_000, AddWallNS: 12345, DelWallNS: 67890}
+			switch c.Strategy {
+			case "tick":
+				x.DelNS, x.Latency, x.Counters = n*3_000_000+jit, lat(3_000_000), counters(n, n, n+3, n*2_570_000)
+			case "barrier":
+				x.DelNS, x.Latency, x.Counters = n*4_000_000+jit, lat(4_000_000), counters(2*n, 0, n+3, n*2_580_000)
+			case "expedited":
+				x.Result, x.StoppedIn = ndst.ResultLivelock, "del"
+				x.Error = "BUG: soft lockup - CPU#0 stuck for 2s! [ndst] (at 2.001s virtual)"
+				x.DelNS, x.Counters = 2_000_000_000, counters(0, 0, 4, 2_000_600_000)
+				x.notes = []string{"teardown stopped", "the expedited strategy never sleeps; try --strategy tick or barrier"}
+			}
+			samples[i] = append(samples[i], x)
+		}
+	}
+	return newReport(s, cells, samples)
+}
+
+func TestGoldenOutputs(t *testing.T) {
+	rep := syntheticReport()
 	rep.MaskWall()
 	for _, f := range []struct {
 		name  string
@@ -287,5 +320,18 @@ func TestInterrupted(t *testing.T) {
 	_, err := Run(ctx, small(), nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run(cancelled) = %v, want context.Canceled", err)
+	}
+}
+
+func TestHighVarianceWarningSuggestsRuns(t *testing.T) {
+	c := Cell{Backend: "sim", Profile: "6.18", Strategy: "tick", HZ: 250, CPUs: 2, Preempt: "none", Batch: "batched", Count: 10}
+	var smp []Sample
+	for i, d := range []int64{10e6, 20e6, 30e6} {
+		smp = append(smp, Sample{Seed: uint64(i + 1), Result: ndst.ResultOK, DelNS: d})
+	}
+	r := reduce(c, smp)
+	w := warnings(&r, smp, 3)
+	if len(w) != 1 || !strings.Contains(w[0], "high variance") || !strings.Contains(w[0], "more --runs (now 3)") {
+		t.Errorf("warnings(sd 50%% of the mean) = %q, want one high-variance warning suggesting more --runs", w)
 	}
 }
