@@ -90,8 +90,16 @@ func (t Template) Number(name string) int {
 	return n
 }
 
+// NameByteOK reports whether c may appear in a device name. The kernel's
+// dev_valid_name refuses '/', ':' and what its isspace() calls space (which
+// includes 0xA0); ndst also refuses the other control characters, so that
+// every name it creates prints safely.
+func NameByteOK(c byte) bool {
+	return c > ' ' && c != 0x7f && c != 0xa0 && c != '/' && c != ':'
+}
+
 // ValidateName applies the kernel's dev_valid_name rules: 1..15 bytes, not
-// "." or "..", and no '/', ':' or whitespace.
+// "." or "..", and only bytes NameByteOK accepts.
 func ValidateName(name string) error {
 	switch {
 	case name == "":
@@ -102,7 +110,7 @@ func ValidateName(name string) error {
 		return Usagef("interface name %q is reserved", name)
 	}
 	for _, c := range []byte(name) {
-		if c == '/' || c == ':' || c <= ' ' || c == 0x7f {
+		if !NameByteOK(c) {
 			return Usagef("interface name %q contains %q, which the kernel refuses", name, c)
 		}
 	}

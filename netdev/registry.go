@@ -441,7 +441,11 @@ func (r *Registry) put(d *Device, h Holder) {
 	d.put(h)
 	if r.CheckOnRelease && d.State == Unregistered {
 		r.stats.ReleaseChecks++
-		r.e.CPU(0).Steal(r.Cost(costs.RefcntCheck))
+		cpu := r.rcu.CallbackCPU() // releases happen in RCU callbacks...
+		if cpu == nil {
+			cpu = r.e.CPU(0) // ...or, for the registration reference, in the unregistering task on CPU 0
+		}
+		cpu.Steal(r.Cost(costs.RefcntCheck))
 		if r.Ready(d) {
 			r.stats.ReleaseWakeups++
 			r.release.WakeAll()

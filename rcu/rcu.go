@@ -114,7 +114,6 @@ type Stats struct {
 type callback struct {
 	fn     func()
 	needGP uint64 // GP number that must complete before fn may run
-	seq    uint64
 }
 
 type cpuData struct {
@@ -149,8 +148,6 @@ type RCU struct {
 	nHoldouts        int
 	stallWarned      bool
 	cpus             []*cpuData
-	seq              uint64
-	lastInvoked      map[int]uint64
 
 	kthread     *sim.Task
 	kthreadWQ   sim.WaitQueue
@@ -159,9 +156,8 @@ type RCU struct {
 	exps []*expGP // expedited GPs in progress, each waiting for its holdouts
 
 	stats Stats
-	// Observer, when set, sees every callback invocation with the GP state
-	// (used by the property tests).
-	Observer func(cpu int, queuedAtGP, needGP, completed uint64)
+	// invoking is the CPU whose softirq is running callbacks, if any.
+	invoking *sim.CPU
 }
 
 // New attaches an RCU model to e.
@@ -203,6 +199,10 @@ func (r *RCU) Stats() Stats { return r.stats }
 
 // GPInProgress reports whether a normal grace period is running.
 func (r *RCU) GPInProgress() bool { return r.gpNum != r.completed }
+
+// CallbackCPU returns the CPU whose RCU softirq is running the current
+// callback, or nil outside callbacks.
+func (r *RCU) CallbackCPU() *sim.CPU { return r.invoking }
 
 // Pending returns the number of callbacks queued and not yet invoked.
 func (r *RCU) Pending() int {
@@ -270,8 +270,7 @@ func (r *RCU) needGPForNew() uint64 { return r.gpNum + 1 }
 
 func (r *RCU) enqueue(cpu int, fn func()) {
 	d := r.cpus[cpu]
-	r.seq++
-	d.cbs = append(d.cbs, callback{fn: fn, needGP: r.needGPForNew(), seq: r.seq})
+	d.cbs = append(d.cbs, callback{fn: fn, needGP: r.needGPForNew()})
 	r.stats.CallbacksQueued++
 	if r.cfg.GPKthread && !r.GPInProgress() {
 		r.requestGP()
@@ -527,6 +526,10 @@ func (r *RCU) Tick(c *sim.CPU, mode sim.Mode) {
 	switch {
 	case mode == sim.ModeUser || mode == sim.ModeIdle:
 		r.noteQS(d)
+	case r.cfg.Flavor == Tiny && d.queued() > 0:
+		// Tiny RCU: a tick in kernel code with callbacks waiting asks for
+		// a reschedule, whose pass through schedule() is the QS.
+		c.SetNeedResched()
 	case r.cfg.Preemptible && c.Curr() != nil && c.Curr().PreemptCount() == 0:
 		// Preemptible RCU: kernel code outside any reader (readers
 		// disable preemption in this model) is quiescent.
@@ -628,10 +631,9 @@ func (r *RCU) invoke(d *cpuData) {
 		d.head++
 		d.cpu.Steal(r.cfg.CallbackCost)
 		r.stats.CallbacksInvoked++
-		if r.Observer != nil {
-			r.Observer(d.cpu.ID, cb.seq, cb.needGP, r.completed)
-		}
+		r.invoking = d.cpu
 		cb.fn()
+		r.invoking = nil
 	}
 	if d.head > 1024 && d.head*2 > len(d.cbs) {
 		d.cbs = append(d.cbs[:0], d.cbs[d.head:]...)

@@ -119,6 +119,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("CPU count must be between 1 and 4096, got %d", c.CPUs)
 	case c.Preempt < PreemptNone || c.Preempt > PreemptFull:
 		return fmt.Errorf("unknown preemption model %d", c.Preempt)
+	case c.Watchdog > 0 && c.Watchdog < 10*Millisecond:
+		return fmt.Errorf("watchdog threshold %v is too short (at least 10ms, or negative for none)", c.Watchdog)
 	case c.Jitter < 0 || c.Jitter >= 1:
 		return fmt.Errorf("jitter must be in [0, 1), got %g", c.Jitter)
 	}
@@ -128,9 +130,6 @@ func (c Config) Validate() error {
 // DefaultWatchdog is the kernel's soft-lockup threshold: 2 * watchdog_thresh.
 const DefaultWatchdog = 20 * Second
 
-// watchdogPeriod is how often the per-CPU watchdog thread is woken
-// (watchdog_thresh * 2 / 5).
-const watchdogPeriod = 4 * Second
 
 // Engine runs one simulation.
 type Engine struct {
@@ -209,12 +208,14 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // watchdogThread is the per-CPU soft-lockup watchdog thread. Woken every
-// watchdogPeriod, it gets the CPU only at a preemption point of whatever
-// runs there (at once under full preemption, at cond_resched() otherwise);
-// its context switch is what proves the CPU is not stuck.
+// fifth of the threshold (the kernel's watchdog_thresh*2/5 for a threshold
+// of 2*watchdog_thresh), it gets the CPU only at a preemption point of
+// whatever runs there (at once under full preemption, at cond_resched()
+// otherwise); its context switch is what proves the CPU is not stuck.
 func watchdogThread(t *Task) {
+	period := t.e.cfg.Watchdog / 5
 	for {
-		t.Nanosleep(watchdogPeriod)
+		t.Nanosleep(period)
 	}
 }
 

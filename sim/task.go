@@ -276,10 +276,17 @@ func (e *Engine) placeUnbound(last *CPU) *CPU {
 }
 
 // Schedule voluntarily gives the CPU to another runnable task, if any.
+//
+// Like __schedule(), it passes through the scheduler even when nothing else
+// is runnable: the hooks see a context switch (RCU's quiescent state), but
+// the task keeps the CPU and the soft-lockup watchdog sees no switch.
 func (t *Task) Schedule() {
 	c := t.cpu
 	if len(c.runq) == 0 {
 		c.needResched = false
+		for _, h := range t.e.hooks {
+			h.ContextSwitch(c)
+		}
 		return
 	}
 	t.state = taskRunnable

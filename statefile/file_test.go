@@ -125,7 +125,7 @@ func TestLoadCorrupt(t *testing.T) {
 				t.Fatalf("Load(%s) = %+v, %v; want *FormatError for %s wrapping %v", tt.name, st, err, path, tt.kind)
 			}
 			msg := err.Error()
-			for _, want := range []string{"state file " + path + " ", "ndst reset --backend sim"} {
+			for _, want := range []string{"state file " + path + " ", "ndst --state " + path + " reset"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("Load(%s) error = %q, want it to contain %q", tt.name, msg, want)
 				}

@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/ndst-project/ndst/ndst"
 )
 
 const (
@@ -23,10 +25,12 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// nameByteOK[c] is true for the bytes the kernel accepts in a device name.
+// nameByteOK[c] is true for the bytes a device name may hold: the same rule
+// as the command line's (ndst.NameByteOK), so a state file never holds a
+// name ndst would refuse to create.
 var nameByteOK = func() (t [256]bool) {
 	for c := range t {
-		t[c] = c > ' ' && c != 0x7f && c != '/' && c != ':'
+		t[c] = ndst.NameByteOK(byte(c))
 	}
 	return t
 }()

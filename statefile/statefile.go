@@ -101,8 +101,14 @@ var (
 	ErrInvalid = errors.New("invalid state")
 )
 
-// resetHint is the suggested fix printed with every corruption error.
-const resetHint = "move it away or run 'ndst reset --backend sim'"
+// resetHint is the suggested fix printed with every corruption error; it
+// names the file, so following it never removes a different state file.
+func resetHint(path string) string {
+	if path == "" {
+		return "move it away or run 'ndst reset --backend sim'"
+	}
+	return fmt.Sprintf("move it away or run 'ndst --state %s reset'", path)
+}
 
 // FormatError reports a state file that cannot be read: corruption or an
 // unsupported version. It wraps ErrCorrupt or ErrVersion.
@@ -124,12 +130,12 @@ func (e *FormatError) Error() string {
 	if e.kind == ErrVersion {
 		if e.Version > Version {
 			return fmt.Sprintf("%s has format version %d, newer than this ndst reads (version %d); use a newer ndst, or %s",
-				what, e.Version, Version, resetHint)
+				what, e.Version, Version, resetHint(e.Path))
 		}
 		return fmt.Sprintf("%s has format version %d, older than this ndst reads (version %d); %s",
-			what, e.Version, Version, resetHint)
+			what, e.Version, Version, resetHint(e.Path))
 	}
-	return fmt.Sprintf("%s is corrupt (%s); %s", what, e.Reason, resetHint)
+	return fmt.Sprintf("%s is corrupt (%s); %s", what, e.Reason, resetHint(e.Path))
 }
 
 // Unwrap returns ErrCorrupt or ErrVersion.

@@ -176,7 +176,7 @@ func TestCorruptStateIsReportedNotReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, errOut, code := ndstRun(t, state, "add", "1")
-		if code != 1 || !strings.Contains(errOut, "corrupt") || !strings.Contains(errOut, "ndst reset") {
+		if code != 1 || !strings.Contains(errOut, "corrupt") || !strings.Contains(errOut, "ndst --state "+state+" reset") {
 			t.Errorf("%s state: add 1 = exit %d, stderr %q; want exit 1 naming the corruption and the fix", tc.name, code, errOut)
 		}
 		after, _ := os.ReadFile(state)

@@ -78,8 +78,8 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	default:
 		return ndst.Usagef("unknown backend %q (want sim or netlink)", g.backend)
 	}
-	if g.watchdog < 0 {
-		return ndst.Usagef("--watchdog must not be negative (0 turns the detector off)")
+	if g.watchdog < 0 || (g.watchdog > 0 && g.watchdog < time.Second) {
+		return ndst.Usagef("--watchdog must be 0 (off) or at least 1s, got %v", g.watchdog)
 	}
 	if g.waitLock < 0 {
 		return ndst.Usagef("--wait-lock must not be negative")

@@ -41,7 +41,11 @@ func writeResultText(w io.Writer, r *ndst.Result) error {
 			what += " one by one"
 		}
 	}
-	fmt.Fprintf(&b, "%s: %d devices %s on the %s backend", r.Op, r.Count, what, r.Backend)
+	if r.Result == ndst.ResultOK || r.Backend != "sim" {
+		fmt.Fprintf(&b, "%s: %d devices %s on the %s backend", r.Op, r.Count, what, r.Backend)
+	} else {
+		fmt.Fprintf(&b, "%s: stopped (%s) on the %s backend; nothing was changed", r.Op, r.Result, r.Backend)
+	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(&b, " (%d skipped)", r.Skipped)
 	}

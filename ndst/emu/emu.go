@@ -314,6 +314,10 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	created := 0
 	virt, runErr := k.run(ctx, func(t *sim.Task, _ sim.Time) {
 		for range req.Count {
+			if err := ctx.Err(); err != nil { // signal_pending(): the loop stops between devices
+				addErr = err
+				return
+			}
 			s := t.Now()
 			k.reg.RTNLLock(t)
 			_, err := k.reg.Register(t, req.Template)
@@ -378,12 +382,18 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 			return
 		}
 		for _, d := range devs {
+			if ctx.Err() != nil { // signal_pending(): stop between devices
+				return
+			}
 			k.reg.RTNLLock(t)
 			k.reg.UnregisterMany(t, []*netdev.Device{d})
 			k.reg.RTNLUnlock(t)
 			t.CondResched()
 		}
 	})
+	if runErr == nil && ctx.Err() != nil {
+		runErr = ctx.Err()
+	}
 	if runErr != nil {
 		res.Notes = append(res.Notes, b.progress(k, devs))
 	}
@@ -425,6 +435,9 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 	res.VirtualNS = &v
 	res.WallNS = int64(wall)
 	res.Count = count
+	if runErr != nil {
+		res.Count = 0 // nothing took effect: the state is as before (progress is in the notes)
+	}
 	res.Latency = ndst.Summarize(lat)
 	res.Counters = counters(k)
 	res.KernelLog = k.log
@@ -435,7 +448,7 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 		case errors.As(runErr, &lock), errors.As(runErr, &leak):
 			res.Result = ndst.ResultLivelock
 			res.Error = runErr.Error()
-			res.Notes = append(res.Notes, remedy(b.r, lock != nil))
+			res.Notes = append(res.Notes, remedy(b.r, res.Op, k))
 			return res, fmt.Errorf("%w: %v", ndst.ErrLivelock, runErr)
 		case errors.Is(runErr, context.Canceled):
 			res.Result = ndst.ResultError
@@ -464,14 +477,19 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 	return res, nil
 }
 
-// remedy is the advice printed with a livelock.
-func remedy(r *resolved, lockup bool) string {
-	if !lockup {
-		return "a reference was never released; run with -v to see the holders the kernel reports"
+// remedy is the advice printed with a livelock: what kept the machine from
+// making progress, and which setting avoids it.
+func remedy(r *resolved, op string, k *kernel) string {
+	switch {
+	case op != "del":
+		return fmt.Sprintf("the %s loop ran in kernel mode for the watchdog threshold without letting the watchdog "+
+			"thread run; raise --watchdog or turn it off with --watchdog 0", op)
+	case k.rcu.Stats().ExpeditedNoops > 0:
+		return fmt.Sprintf("the %s wait loop never sleeps and synchronize_rcu_expedited() is a no-op on %d CPU(s) "+
+			"with non-preemptible RCU, so no quiescent state lets the callbacks holding the references run; "+
+			"try --strategy tick or barrier, --preempt full, or --cpus 2", r.cfg.Strategy, r.cfg.CPUs)
 	}
-	return fmt.Sprintf("the %s strategy never sleeps on %d CPU(s) with non-preemptible RCU, so no quiescent state "+
-		"lets the callbacks holding the references run; try --strategy tick or barrier, --preempt full, or --cpus 2",
-		r.cfg.Strategy, r.cfg.CPUs)
+	return "a reference was never released; the kernel log names its holders (-v prints it as it happens)"
 }
 
 func counters(k *kernel) map[string]int64 {
