@@ -130,7 +130,6 @@ func (c Config) Validate() error {
 // DefaultWatchdog is the kernel's soft-lockup threshold: 2 * watchdog_thresh.
 const DefaultWatchdog = 20 * Second
 
-
 // Engine runs one simulation.
 type Engine struct {
 	cfg    Config

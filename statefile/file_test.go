@@ -142,9 +142,9 @@ func TestLoadCorrupt(t *testing.T) {
 		os.WriteFile(path, b, 0o600)
 		_, err := Load(path)
 		want := "state file " + path + " is corrupt (checksum mismatch: stored "
-		if err == nil || !strings.HasPrefix(err.Error(), want) ||
-			!strings.HasSuffix(err.Error(), "); move it away or run 'ndst reset --backend sim'") {
-			t.Errorf("Load(bit flip) error = %q, want %q...); move it away or run 'ndst reset --backend sim'", err, want)
+		fix := "); move it away or run 'ndst --state " + path + " reset'"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), fix) {
+			t.Errorf("Load(bit flip) error = %q, want %q...%s", err, want, fix)
 		}
 	})
 }

@@ -411,10 +411,11 @@ const (
 	pad   uint64 = 'a' * ones // a byte every check accepts
 )
 
-// badBytes is non-zero when a byte of w is <= ' ', DEL, '/' or ':'.
+// badBytes is non-zero when a byte of w is one ndst.NameByteOK refuses:
+// <= ' ', DEL, 0xA0 (a space to the kernel), '/' or ':'.
 func badBytes(w uint64) uint64 {
 	lt := (w - 0x21*ones) &^ w & highs // some byte < 0x21
-	return lt | zeroByte(w^0x7f*ones) | zeroByte(w^'/'*ones) | zeroByte(w^':'*ones)
+	return lt | zeroByte(w^0x7f*ones) | zeroByte(w^0xa0*ones) | zeroByte(w^'/'*ones) | zeroByte(w^':'*ones)
 }
 
 // le32 is the little-endian word in s's first 4 bytes.
