@@ -25,7 +25,7 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 	if g.costs != "" {
 		t, err := costs.Load(g.costs)
 		if err != nil {
-			return c, err
+			return c, ndst.Usagef("--costs: %v", err) // a bad flag value
 		}
 		c.Costs = t
 	}
@@ -38,8 +38,9 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 	return c, nil
 }
 
-// openBackend opens the backend chosen with --backend.
-func (g *globalOptions) openBackend(ctx context.Context) (ndst.Backend, error) {
+// openBackend opens the backend chosen with --backend. Only a command that
+// creates devices may create the netlink backend's namespace.
+func (g *globalOptions) openBackend(ctx context.Context, creates bool) (ndst.Backend, error) {
 	switch g.backend {
 	case "sim":
 		c, err := g.emuConfig()
@@ -48,7 +49,9 @@ func (g *globalOptions) openBackend(ctx context.Context) (ndst.Backend, error) {
 		}
 		return emu.Open(ctx, c)
 	case "netlink":
-		return nlbackend.Open(ctx, g.nlOptions())
+		o := g.nlOptions()
+		o.NoCreate = !creates
+		return nlbackend.Open(ctx, o)
 	}
 	return nil, ndst.Usagef("unknown backend %q (want sim or netlink)", g.backend)
 }

@@ -143,7 +143,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"--rcu", "tiny", "--cpus", "2", "add", "1"}, 2, "tiny"},
 		{[]string{"--backend", "carrier-pigeon", "add", "1"}, 2, "unknown backend"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
-		{[]string{"--costs", "/nonexistent/costs.json", "add", "1"}, 1, "cost table"},
+		{[]string{"--costs", "/nonexistent/costs.json", "add", "1"}, 2, "cost table"},
+		{[]string{"--netns", "", "add", "1"}, 2, "--netns"},
+		{[]string{"--watchdog", "10ms", "add", "1"}, 2, "--watchdog"},
 	}
 	for _, tc := range tests {
 		_, errOut, code := ndstRun(t, state, tc.args...)

@@ -44,7 +44,7 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.timed(func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+			return g.timed(true, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
 				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.kind})
 			})
 		},
@@ -62,7 +62,7 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.timed(func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+			return g.timed(false, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
 				return b.Del(ctx, ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne})
 			})
 		},
@@ -87,7 +87,7 @@ func newListCmd(g *globalOptions) *cobra.Command {
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			b, err := g.openBackend(ctx)
+			b, err := g.openBackend(ctx, false)
 			if err != nil {
 				return err
 			}
@@ -106,10 +106,10 @@ func newListCmd(g *globalOptions) *cobra.Command {
 
 // timed opens the backend, runs op, prints its result and maps failures to
 // exit codes.
-func (g *globalOptions) timed(op func(context.Context, ndst.Backend) (*ndst.Result, error)) error {
+func (g *globalOptions) timed(creates bool, op func(context.Context, ndst.Backend) (*ndst.Result, error)) error {
 	ctx, cancel := signalContext()
 	defer cancel()
-	b, err := g.openBackend(ctx)
+	b, err := g.openBackend(ctx, creates)
 	if err != nil {
 		return err
 	}

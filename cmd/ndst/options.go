@@ -81,6 +81,9 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	if g.watchdog < 0 || (g.watchdog > 0 && g.watchdog < time.Second) {
 		return ndst.Usagef("--watchdog must be 0 (off) or at least 1s, got %v", g.watchdog)
 	}
+	if g.netns == "" {
+		return ndst.Usagef("--netns must not be empty (the default is ndst)")
+	}
 	if g.waitLock < 0 {
 		return ndst.Usagef("--wait-lock must not be negative")
 	}

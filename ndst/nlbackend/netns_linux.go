@@ -93,6 +93,9 @@ func nsPath(name string) string { return filepath.Join(netnsDir, name) }
 
 // openNetns opens the named namespace, creating it when create is set and it
 // does not exist. created reports whether this call made it.
+// errNoNetns is wrapped when a namespace that must exist does not.
+var errNoNetns = errors.New("does not exist")
+
 func openNetns(name string, create bool) (h netns.NsHandle, created bool, err error) {
 	p := nsPath(name)
 	deadline := time.Now().Add(time.Second)
@@ -117,7 +120,7 @@ func openNetns(name string, create bool) (h netns.NsHandle, created bool, err er
 			}
 			created = created || made
 		case errors.Is(err, unix.ENOENT):
-			return netns.None(), false, fmt.Errorf("network namespace %q does not exist", name)
+			return netns.None(), false, fmt.Errorf("network namespace %q: %w", name, errNoNetns)
 		default:
 			return netns.None(), false, fmt.Errorf("open network namespace %s: %w", p, err)
 		}

@@ -70,8 +70,11 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	if err := checkPrivileges(); err != nil {
 		return nil, err
 	}
-	ns, created, err := openNetns(o.Netns, true)
+	ns, created, err := openNetns(o.Netns, !o.NoCreate)
 	if err != nil {
+		if o.NoCreate && errors.Is(err, errNoNetns) {
+			return nil, fmt.Errorf("network namespace %q does not exist, so it has no devices ('ndst --backend netlink add N' creates it)", o.Netns)
+		}
 		return nil, err
 	}
 	b, err := openOn(o, ns)

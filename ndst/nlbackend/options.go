@@ -76,6 +76,9 @@ type Options struct {
 	// KindExplicit is true when the user chose Kind: then dummy never falls
 	// back to ifb.
 	KindExplicit bool
+	// NoCreate makes Open fail when the namespace does not exist, instead
+	// of creating it (list and del must not leave a namespace behind).
+	NoCreate bool
 	// AllowRootNS allows Netns to name the host's root namespace.
 	AllowRootNS bool
 	// Logger receives debug logs; nil means none.
