@@ -415,7 +415,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 			okLat = append(okLat, lat[j])
 		}
 	}
-	res.Latency = summarize(okLat)
+	res.Latency = ndst.Summarize(okLat)
 	res.Counters = map[string]int64{"netlink_requests": int64(requests)}
 	if firstErr == nil && b.vanished() {
 		firstErr = b.errVanished("add")
@@ -748,7 +748,7 @@ func (b *Backend) delOneByOne(ctx context.Context, res *ndst.Result, links []lin
 	start := time.Now()
 	defer func() {
 		res.WallNS = int64(time.Since(start))
-		res.Latency = summarize(lat)
+		res.Latency = ndst.Summarize(lat)
 		res.Counters = map[string]int64{"netlink_requests": int64(requests), "batches": int64(requests)}
 		if vanished > 0 {
 			res.Counters["vanished"] = int64(vanished)
@@ -878,17 +878,6 @@ func deviceOf(l netlink.Link) ndst.Device {
 		d.State = "up"
 	}
 	return d
-}
-
-// summarize returns the latency distribution of ds (nil when empty).
-func summarize(ds []int64) *ndst.Latency {
-	if len(ds) == 0 {
-		return nil
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	p99 := (len(s)*99 + 99) / 100
-	return &ndst.Latency{MinNS: s[0], MedianNS: s[len(s)/2], P99NS: s[min(p99, len(s))-1], MaxNS: s[len(s)-1]}
 }
 
 // Reset deletes the namespace o.Netns like `ip netns del`, but first

@@ -77,23 +77,6 @@ func TestSelectLinks(t *testing.T) {
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	if got := summarize(nil); got != nil {
-		t.Errorf("summarize(nil) = %+v, want nil", got)
-	}
-	got := summarize([]int64{5, 1, 3})
-	want := &ndst.Latency{MinNS: 1, MedianNS: 3, P99NS: 5, MaxNS: 5}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("summarize([5 1 3]) = %+v, want %+v", got, want)
-	}
-	var many []int64
-	for i := 1; i <= 1000; i++ {
-		many = append(many, int64(i))
-	}
-	if got := summarize(many); got.P99NS != 990 || got.MedianNS != 501 || got.MaxNS != 1000 {
-		t.Errorf("summarize(1..1000) = %+v, want median 501, p99 990, max 1000", got)
-	}
-}
 
 func TestMessageLayout(t *testing.T) {
 	var m msg
