@@ -77,7 +77,6 @@ func TestSelectLinks(t *testing.T) {
 	}
 }
 
-
 func TestMessageLayout(t *testing.T) {
 	var m msg
 	appendDelLink(&m, 7, 0, GroupOwned)
