@@ -11,8 +11,9 @@
 # and writes, in DIR (default ./bench-scaling):
 #   scaling-P.md    the Markdown table       scaling-P.png  time per device vs N
 #   scaling-P.json  every run                scaling-P.csv  one line per cell
-# then prints, per profile, strategy and mode, the least-squares line
-# teardown(N) = fixed + per_device * N through the cells that completed, with
+# then prints, per profile, strategy and mode, the line
+# teardown(N) = fixed + per_device * N through the cells that completed (least
+# squares on the relative error, so every N counts alike), with
 # the per-device time at the smallest and largest N (growth.txt in DIR too).
 #
 # Extra arguments after -- go to ndst (before "bench"), e.g. the host's
@@ -74,8 +75,10 @@ for p in "${plist[@]}"; do
 		k = $col["strategy"] " " $col["batch"]
 		if (!(k in seen)) { seen[k] = 1; order[++n] = k }
 		if ($col["ok"] == 0) { lock[k] = lock[k] " " $col["count"]; next }
-		x = $col["count"]; y = $col["mean_ns"]
-		c[k]++; sx[k] += x; sy[k] += y; sxx[k] += x * x; sxy[k] += x * y
+		# Weighted least squares (weight 1/y^2: relative errors), so that the
+		# large N do not drown the fixed term.
+		x = $col["count"]; y = $col["mean_ns"]; w = 1 / (y * y)
+		c[k] += w; sx[k] += w * x; sy[k] += w * y; sxx[k] += w * x * x; sxy[k] += w * x * y
 		if (!(k in xmin) || x < xmin[k]) { xmin[k] = x; pmin[k] = y / x }
 		if (!(k in xmax) || x > xmax[k]) { xmax[k] = x; pmax[k] = y / x }
 	}
