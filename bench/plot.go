@@ -108,6 +108,9 @@ func (rep *Report) SavePlot(path string) error {
 	if len(fixed) > 0 {
 		p.Title.Text += "\n" + strings.Join(fixed, ", ")
 	}
+	if rep.Matrix.CostsFrom != "" {
+		p.Title.Text += "\ncosts " + rep.Matrix.CostsFrom
+	}
 	if n := rep.livelocked(); n > 0 {
 		p.Title.Text += fmt.Sprintf("\n(%d livelocked cell(s) not drawn)", n)
 	}
