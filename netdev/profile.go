@@ -42,6 +42,8 @@ type Profile struct {
 	GPKthread        bool
 	ModernFQS        bool // FQS interval 1/2/3 jiffies by HZ; else 3
 	BarrierSkipsIdle bool
+	BarrierEntrains  bool
+	ExpeditedSleeps  bool
 	CondReschedQS    bool
 	// PreemptibleRCU: PREEMPT_RCU is built even when the preemption model
 	// is none or voluntary (PREEMPT_DYNAMIC distribution kernels); otherwise
@@ -80,6 +82,8 @@ var Profiles = map[string]Profile{
 		GPKthread:            true,
 		ModernFQS:            true,
 		BarrierSkipsIdle:     true,
+		BarrierEntrains:      true,
+		ExpeditedSleeps:      true,
 		CondReschedQS:        true,
 		PreemptibleRCU:       true,
 		StallTimeout:         21 * sim.Second,
@@ -111,6 +115,8 @@ func (p Profile) RCUConfig(hz int, preempt sim.Preempt, flavor rcu.Flavor, ct *c
 		GPKthread:        p.GPKthread && flavor == rcu.Tree,
 		FQSJiffies:       fqs,
 		BarrierSkipsIdle: p.BarrierSkipsIdle,
+		BarrierEntrains:  p.BarrierEntrains,
+		ExpeditedSleeps:  p.ExpeditedSleeps,
 		CondReschedQS:    p.CondReschedQS,
 		StallTimeout:     p.StallTimeout,
 		CallRCUCost:      sim.Time(ct.Lookup(costs.CallRCU)),

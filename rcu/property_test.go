@@ -21,6 +21,8 @@ func TestGracePeriodGuarantee(t *testing.T) {
 			Preemptible:      preempt == sim.PreemptFull || rapid.Bool().Draw(rt, "preemptible"),
 			GPKthread:        rapid.Bool().Draw(rt, "kthread"),
 			BarrierSkipsIdle: rapid.Bool().Draw(rt, "skipidle"),
+			BarrierEntrains:  rapid.Bool().Draw(rt, "entrain"),
+			ExpeditedSleeps:  rapid.Bool().Draw(rt, "expsleeps"),
 			CondReschedQS:    rapid.Bool().Draw(rt, "condresched"),
 			FQSJiffies:       rapid.IntRange(1, 3).Draw(rt, "fqs"),
 			BatchLimit:       rapid.IntRange(1, 10).Draw(rt, "blimit"),

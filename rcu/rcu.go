@@ -56,10 +56,20 @@ type Config struct {
 	// Preemptible is CONFIG_PREEMPT_RCU: readers may be preempted, so a
 	// tick in kernel code outside any reader is a quiescent state.
 	Preemptible bool
-	// GPKthread drives grace periods from a kernel thread woken on demand
-	// (modern kernels); otherwise a GP starts from the RCU softirq of a CPU
-	// that needs one, which runs at its next tick (2.6.3x).
+	// GPKthread drives grace periods from a kernel thread (modern kernels);
+	// otherwise the RCU softirq starts and ends them itself (2.6.3x). Either
+	// way a GP is asked for from the RCU softirq of a CPU whose callbacks
+	// need one, at its next tick: call_rcu itself does not start one.
 	GPKthread bool
+	// BarrierEntrains: rcu_barrier places its callback behind the last one
+	// queued on each CPU, so it needs no grace period of its own (modern
+	// rcu_barrier_entrain); otherwise it is queued with call_rcu and waits
+	// for the next grace period (2.6.3x).
+	BarrierEntrains bool
+	// ExpeditedSleeps: the expedited grace period is driven by a kworker
+	// and its caller always sleeps, even when every CPU is already
+	// quiescent (modern kernels).
+	ExpeditedSleeps bool
 	// FQSJiffies is the interval between force-quiescent-state scans.
 	FQSJiffies int
 	// BarrierSkipsIdle: rcu_barrier only queues on CPUs that have callbacks
@@ -152,6 +162,9 @@ type RCU struct {
 	kthread     *sim.Task
 	kthreadWQ   sim.WaitQueue
 	gpRequested bool
+	// gpNeeded is the highest GP number a CPU has asked for from its
+	// softirq (the kernel's gp_seq_needed).
+	gpNeeded uint64
 
 	exps []*expGP // expedited GPs in progress, each waiting for its holdouts
 
@@ -272,9 +285,16 @@ func (r *RCU) enqueue(cpu int, fn func()) {
 	d := r.cpus[cpu]
 	d.cbs = append(d.cbs, callback{fn: fn, needGP: r.needGPForNew()})
 	r.stats.CallbacksQueued++
-	if r.cfg.GPKthread && !r.GPInProgress() {
-		r.requestGP()
-	}
+	d.cpu.KickTick()
+}
+
+// entrain queues fn behind the last callback of the CPU, sharing its grace
+// period (rcu_segcblist_entrain). The CPU must have callbacks.
+func (r *RCU) entrain(cpu int, fn func()) {
+	d := r.cpus[cpu]
+	need := d.cbs[len(d.cbs)-1].needGP
+	d.cbs = append(d.cbs, callback{fn: fn, needGP: need})
+	r.stats.CallbacksQueued++
 	d.cpu.KickTick()
 }
 
@@ -316,9 +336,14 @@ func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
 			d.cpu.SetNeedResched()
 		}
 	}
-	if x.pending > 0 {
+	switch {
+	case x.pending > 0:
 		r.exps = append(r.exps, x)
 		x.wq.Wait(t, func() bool { return x.pending == 0 })
+	case r.cfg.ExpeditedSleeps:
+		// The kworker's round trip: the caller sleeps, so whatever else
+		// is runnable on its CPU (the GP kthread) gets to run.
+		t.Nanosleep(r.cfg.IPICost)
 	}
 	return true
 }
@@ -396,7 +421,11 @@ func (r *RCU) Barrier(t *sim.Task) {
 			continue
 		}
 		t.Charge(r.cfg.CallRCUCost)
-		r.enqueue(i, cb)
+		if r.cfg.BarrierEntrains && d.queued() > 0 {
+			r.entrain(i, cb)
+		} else {
+			r.enqueue(i, cb)
+		}
 		d.cpu.KickTick()
 	}
 	done.Wait(t)
@@ -406,15 +435,6 @@ func (r *RCU) Barrier(t *sim.Task) {
 
 func (r *RCU) cpuNeedsGP(d *cpuData) bool {
 	return d.queued() > 0 && d.cbs[len(d.cbs)-1].needGP > r.gpNum
-}
-
-func (r *RCU) anyCPUNeedsGP() bool {
-	for _, d := range r.cpus {
-		if r.cpuNeedsGP(d) {
-			return true
-		}
-	}
-	return false
 }
 
 // startGP begins a grace period; the CPU that starts it notices it at once.
@@ -583,7 +603,8 @@ func (r *RCU) pending(d *cpuData) bool {
 		return true
 	case r.readyCallbacks(d):
 		return true
-	case !r.cfg.GPKthread && !r.GPInProgress() && r.cpuNeedsGP(d):
+	case !r.GPInProgress() && r.cpuNeedsGP(d) && (!r.cfg.GPKthread || r.gpNeeded < d.cbs[len(d.cbs)-1].needGP):
+		// A GP is needed and not yet asked for (2.6.3x: this CPU starts it).
 		return true
 	case !r.cfg.GPKthread && r.GPInProgress() && r.e.Jiffies() >= r.fqsAt:
 		return true
@@ -608,8 +629,16 @@ func (r *RCU) softirq(c *sim.CPU) {
 			r.reportQS(c.ID)
 			d.completeSeen = r.completed
 		}
-		if !r.cfg.GPKthread && !r.GPInProgress() && r.cpuNeedsGP(d) {
-			r.startGP(d)
+		if r.cpuNeedsGP(d) {
+			// Accelerate: ask for the GP these callbacks need.
+			r.gpNeeded = max(r.gpNeeded, d.cbs[len(d.cbs)-1].needGP)
+			if !r.GPInProgress() {
+				if r.cfg.GPKthread {
+					r.requestGP()
+				} else {
+					r.startGP(d)
+				}
+			}
 		}
 	}
 	r.invoke(d)
@@ -658,7 +687,7 @@ func (r *RCU) gpKthread(t *sim.Task) {
 		r.kthreadWQ.Wait(t, func() bool { return r.gpRequested })
 		r.gpRequested = false
 		t.Charge(r.cfg.KthreadCost)
-		if r.GPInProgress() || !r.anyCPUNeedsGP() {
+		if r.GPInProgress() || r.gpNeeded <= r.gpNum {
 			continue
 		}
 		r.startGP(r.cpus[t.CPU().ID])
@@ -672,7 +701,7 @@ func (r *RCU) gpKthread(t *sim.Task) {
 		t.Charge(r.cfg.KthreadCost)
 		r.endGP()
 		r.cpus[t.CPU().ID].completeSeen = r.completed
-		if r.anyCPUNeedsGP() {
+		if r.gpNeeded > r.gpNum { // a CPU asked for another one meanwhile
 			r.gpRequested = true
 		}
 	}

@@ -214,19 +214,22 @@ func TestBarrierInsideReaderPanics(t *testing.T) {
 
 func TestGPKthreadRunsOnAnIdleCPU(t *testing.T) {
 	// The GP kthread is unbound: while CPU 0 is busy in non-preemptible
-	// kernel code, a call_rcu still gets its GP started on idle CPU 1.
+	// kernel code, the GP its tick asks for is started on idle CPU 1. No
+	// GP starts before that tick: call_rcu does not start one.
 	m := newMachine(t, sim.Config{HZ: 250, CPUs: 2}, Config{GPKthread: true})
-	var startedWhileBusy bool
+	var startedBeforeTick, startedWhileBusy bool
 	m.e.Go("busy", 0, false, func(tk *sim.Task) {
 		m.r.CallRCU(tk, func() {})
-		tk.Charge(2 * sim.Millisecond)
-		startedWhileBusy = m.r.GPInProgress() || m.r.Stats().GPsStarted > 0
+		tk.Charge(3 * sim.Millisecond)
+		startedBeforeTick = m.r.Stats().GPsStarted > 0
+		tk.Charge(2 * sim.Millisecond) // the tick at 4 ms
+		startedWhileBusy = m.r.Stats().GPsStarted > 0
 		m.r.Barrier(tk)
 	})
 	if err := m.e.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if !startedWhileBusy {
-		t.Errorf("no GP started while CPU 0 was busy; want the kthread on CPU 1 to start it")
+	if startedBeforeTick || !startedWhileBusy {
+		t.Errorf("GP started before the tick: %v, after it while CPU 0 was busy: %v; want false, true", startedBeforeTick, startedWhileBusy)
 	}
 }
