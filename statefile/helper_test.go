@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,6 +87,7 @@ func runHelper(name string) int {
 		return 0
 	case "try":
 		start := time.Now()
+		fmt.Println("start")
 		l, err := Lock(path, wait)
 		if errors.Is(err, ErrLocked) {
 			fmt.Println(err)
@@ -174,5 +174,3 @@ func exitCode(err error) int {
 	}
 	return 0
 }
-
-func firstLine(b []byte) string { return strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]) }
