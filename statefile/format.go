@@ -205,13 +205,19 @@ func decodeBody(body string) (*State, error) {
 	p := bodyFixed
 	var prev uint64
 	for i := range devs {
-		delta, q := uvarint(s, p)
-		if q < 0 {
-			return nil, entryErr(i, "ifindex delta", q)
-		}
-		flags, r := uvarint(s, q)
-		if r < 0 {
-			return nil, entryErr(i, "flags", r)
+		// One-byte varints, by far the most common, inline; uvarint
+		// handles the rest and every error.
+		var delta, flags uint64
+		q, r := p+1, p+2
+		if r < len(s) && s[p]|s[p+1] < 0x80 {
+			delta, flags = uint64(s[p]), uint64(s[p+1])
+		} else {
+			if delta, q = uvarint(s, p); q < 0 {
+				return nil, entryErr(i, "ifindex delta", q)
+			}
+			if flags, r = uvarint(s, q); r < 0 {
+				return nil, entryErr(i, "flags", r)
+			}
 		}
 		if delta == 0 {
 			return nil, corruptf("device entry %d: ifindexes not strictly ascending (repeats %d)", i, prev)
