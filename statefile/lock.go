@@ -56,8 +56,8 @@ func Lock(path string, wait time.Duration) (*FileLock, error) {
 // LockContext takes the exclusive lock for the state file at path: flock(2)
 // on path+".lock", created with mode 0600 (and its directory with 0700) if
 // missing. It retries for up to wait (0: try once), then returns a
-// *LockedError naming the holder's PID. It stops early, returning ctx.Err(),
-// when ctx is done. On success the lock file holds this process's PID.
+// *LockedError naming the holder's PID. It stops early, with an error
+// wrapping ctx.Err(), when ctx is done. On success the lock file holds this process's PID.
 //
 // The kernel releases the lock when the holder's file is closed, including
 // when the holder dies, so a lock file left behind never blocks anyone.
@@ -93,7 +93,7 @@ func LockContext(ctx context.Context, path string, wait time.Duration) (*FileLoc
 		case <-ctx.Done():
 			t.Stop()
 			f.Close()
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("stopped waiting for the lock on state file %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
 		delay = min(2*delay, pollMax)
