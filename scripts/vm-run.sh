@@ -469,7 +469,7 @@ fi
 	i=0
 	for c in "${cmds[@]}"; do
 		i=$((i + 1))
-		echo "run $i $prog ${prog_args[*]}$c"
+		echo "run $i $(shq "$prog") ${prog_args[*]}$c"
 	done
 } >"$root/cmds"
 
