@@ -501,10 +501,11 @@ pm=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' /sys/kernel/debug/sched/preempt 2>/dev/nul
 say "guest release=$(uname -r) cpus=$(nproc) preempt=${pm:-unknown} uptime=$(up)"
 run() {
 	n=$1
-	shift
-	say "begin $n $(echo "$@" | sed 's#^[^ ]* ##; s#^--backend netlink ##')"
+	p=$2
+	shift 2
+	say "begin $n $(echo "$@" | sed 's#^--backend netlink ##')"
 	t0=$(up)
-	"$@" </dev/null >/tmp/out.$n 2>/tmp/err.$n
+	"$p" "$@" </dev/null >/tmp/out.$n 2>/tmp/err.$n
 	rc=$?
 	t1=$(up)
 	awk 1 /tmp/out.$n >$D
