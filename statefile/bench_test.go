@@ -47,6 +47,18 @@ func BenchmarkEncode1M(b *testing.B) {
 	})
 }
 
+// BenchmarkEncode1MSeparateNames is BenchmarkEncode1M with a million
+// separately allocated names, whose marking by the garbage collector (a
+// cost of the caller's heap, not of the codec) is then included.
+func BenchmarkEncode1MSeparateNames(b *testing.B) {
+	st := manyDevicesSeparateNames(benchDevices)
+	loop(b, func() {
+		if _, err := Encode(st); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 func BenchmarkDecode1M(b *testing.B) {
 	data, err := Encode(manyDevices(benchDevices))
 	if err != nil {
