@@ -111,11 +111,13 @@ func sampleReport() *Report {
 		CreateNS:    122_000,
 		Creates:     2000,
 		Batches: []BatchPoint{
-			{Devices: 100, P50NS: 23_000_000, RunsNS: []int64{23_000_000, 23_500_000, 22_900_000}},
-			{Devices: 300, P50NS: 43_000_000, RunsNS: []int64{43_000_000, 42_000_000, 44_000_000}},
+			{Devices: 100, P50NS: 23_000_000, RunsNS: []int64{23_000_000, 23_500_000, 22_900_000}, CPUP50NS: 10_500_000},
+			{Devices: 300, P50NS: 43_000_000, RunsNS: []int64{43_000_000, 42_000_000, 44_000_000}, CPUP50NS: 28_500_000},
 		},
-		SlopeNS:     100_000,
-		InterceptNS: 13_000_000,
+		SlopeNS:        100_000,
+		InterceptNS:    13_000_000,
+		CPUSlopeNS:     90_000,
+		CPUInterceptNS: 1_500_000,
 	}
 	r.buildTable(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC))
 	return r
@@ -125,13 +127,15 @@ func TestBuildTable(t *testing.T) {
 	r := sampleReport()
 	tb := r.Table
 	def := costs.Default()
-	wantFree := int64(100_000) * def.Costs[costs.Free] / (def.Costs[costs.Unregister] + def.Costs[costs.Free])
+	// unregister, free and unregister_batch come from the CPU-time line,
+	// not the wall-time one (whose intercept is mostly rcu_barrier's wait).
+	wantFree := int64(90_000) * def.Costs[costs.Free] / (def.Costs[costs.Unregister] + def.Costs[costs.Free])
 	want := map[costs.Op]int64{
 		costs.Syscall:         2_000,
 		costs.Register:        120_000,
 		costs.Free:            wantFree,
-		costs.Unregister:      100_000 - wantFree,
-		costs.UnregisterBatch: 6_000_000,
+		costs.Unregister:      90_000 - wantFree,
+		costs.UnregisterBatch: 1_500_000,
 	}
 	if !reflect.DeepEqual(tb.Costs, want) {
 		t.Errorf("buildTable() costs = %v, want %v", tb.Costs, want)
@@ -145,11 +149,11 @@ func TestBuildTable(t *testing.T) {
 	if tb.Extra["batch_delete_300_ns"] != 43_000_000 || tb.Extra["tick_alignment_permille"] != 970 {
 		t.Errorf("buildTable() extra = %v, want the raw figures", tb.Extra)
 	}
-	// The intercept is below one grace period: the batch cost floors at 0.
-	r.InterceptNS = 1_000
-	r.buildTable(time.Now())
-	if got := r.Table.Costs[costs.UnregisterBatch]; got != 0 {
-		t.Errorf("buildTable() with intercept < GP: unregister_batch = %d, want 0", got)
+	if got, _ := line(100, 10_500_000, 300, 28_500_000); got != 90_000 {
+		t.Errorf("line slope = %d, want 90000", got)
+	}
+	if s, i := line(100, 30_000_000, 300, 20_000_000); s != 0 || i != 30_000_000 {
+		t.Errorf("line through a falling pair = %d, %d; want the slope floored at 0", s, i)
 	}
 }
 
@@ -168,7 +172,8 @@ grace period:    membarrier(GLOBAL) x 200: min 4.60ms, p50 7.00ms, mean 8.10ms, 
 netlink request: 2.0µs (a request the kernel rejects at once)
 create (ifb):    122.0µs per device (median over 2000 devices)
 batched delete:  100 devices 23.00ms, 300 devices 43.00ms (medians of 3) -> 100.0µs per device + 13.00ms per batch
-cost table (ns): register 120000 unregister UNREG free FREE unregister_batch 6000000 syscall 2000
+  of which CPU:  90.0µs per device + 1.50ms per batch (the rest is waiting, which the emulated kernel models)
+cost table (ns): register 120000 unregister UNREG free FREE unregister_batch 1500000 syscall 2000
 written to /tmp/x.json (load it with --costs /tmp/x.json)
 `
 	// The split of the slope follows the built-in table, which may change.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -138,6 +139,7 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 	}
 	kind := o.Kind
 	runs := map[int][]int64{}
+	cpuRuns := map[int][]int64{}
 	var createMedians []int64
 	for range o.Rounds {
 		for _, size := range []int{o.Large, o.Small} {
@@ -157,7 +159,9 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 				createMedians = append(createMedians, a.Latency.MedianNS)
 			}
 			r.Creates += a.Count
+			cpu0 := processCPU()
 			d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+			cpuRuns[size] = append(cpuRuns[size], processCPU()-cpu0)
 			if err != nil {
 				return fmt.Errorf("calibrate: batched delete of %d devices: %w", size, err)
 			}
@@ -172,12 +176,30 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 		if kind == "veth" && size%2 != 0 {
 			size++
 		}
-		r.Batches = append(r.Batches, BatchPoint{Devices: size, P50NS: median(runs[size]), RunsNS: runs[size]})
+		r.Batches = append(r.Batches, BatchPoint{Devices: size, P50NS: median(runs[size]), RunsNS: runs[size],
+			CPUP50NS: median(cpuRuns[size])})
 	}
 	s, l := r.Batches[0], r.Batches[1]
-	r.SlopeNS = max(0, (l.P50NS-s.P50NS)/int64(l.Devices-s.Devices))
-	r.InterceptNS = max(0, s.P50NS-r.SlopeNS*int64(s.Devices))
+	r.SlopeNS, r.InterceptNS = line(s.Devices, s.P50NS, l.Devices, l.P50NS)
+	r.CPUSlopeNS, r.CPUInterceptNS = line(s.Devices, s.CPUP50NS, l.Devices, l.CPUP50NS)
 	return nil
+}
+
+// line fits y = intercept + slope*x through two points, both floored at 0.
+func line(x0 int, y0 int64, x1 int, y1 int64) (slope, intercept int64) {
+	slope = max(0, (y1-y0)/int64(x1-x0))
+	return slope, max(0, y0-slope*int64(x0))
+}
+
+// processCPU is the CPU time this process has used, user and system, in ns.
+// A netlink request is handled in the sender's context, so the kernel's work
+// for a delete shows up here, while sleeping in rcu_barrier does not.
+func processCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
 }
 
 // Save writes the table to path atomically (a temporary file renamed over
