@@ -35,7 +35,7 @@ func Encode(s *State) ([]byte, error) {
 	}
 	// Validate and size in one pass.
 	size := headerSize + bodyFixed
-	dups := newDupFinder(len(devs))
+	names := newNameSet(len(devs))
 	var prev int32
 	for i := range devs {
 		d := &devs[i]
@@ -46,15 +46,13 @@ func Encode(s *State) ([]byte, error) {
 			return nil, invalidf("devices not in strictly ascending ifindex order: %q (ifindex %d) follows ifindex %d",
 				d.Name, d.Ifindex, prev)
 		}
-		h, ok := nameKey(d.Name)
-		if !ok {
+		if !names.add(i, d.Name) {
 			return nil, invalidf("device %d (ifindex %d) has an invalid name %q: %s", i, d.Ifindex, d.Name, nameProblem(d.Name))
 		}
-		dups.add(i, h)
 		size += uvarintLen(uint64(d.Ifindex-prev)) + uvarintLen(uint64(d.Flags)) + 1 + len(d.Name)
 		prev = d.Ifindex
 	}
-	if i, j := dups.find(devs); i >= 0 {
+	if i, j := names.find(devs); i >= 0 {
 		return nil, invalidf("duplicate device name %q (ifindexes %d and %d)", devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
 	}
 	if size > MaxFileSize {
@@ -168,7 +166,7 @@ func decodeBody(body string) (*State, error) {
 	// At most (len(body)-8)/4 devices of 24 bytes, plus 9 bytes each for
 	// dupFinder: memory stays within a small multiple of the input.
 	devs := make([]Device, count)
-	dups := newDupFinder(len(devs))
+	names := newNameSet(len(devs))
 	p := bodyFixed
 	var prev uint64
 	for i := range devs {
@@ -205,11 +203,9 @@ func decodeBody(body string) (*State, error) {
 			return nil, corruptf("device entry %d: name of %d bytes runs past the end", i, nl)
 		}
 		name := s[r : r+nl]
-		h, ok := nameKey(name)
-		if !ok {
+		if !names.add(i, name) {
 			return nil, corruptf("device entry %d (ifindex %d): %s %q", i, ifindex, nameProblem(name), name)
 		}
-		dups.add(i, h)
 		devs[i] = Device{Ifindex: int32(ifindex), Name: name, Flags: uint32(flags)}
 		p = r + nl
 		prev = ifindex
@@ -217,7 +213,7 @@ func decodeBody(body string) (*State, error) {
 	if p != len(s) {
 		return nil, corruptf("%d bytes after the last device entry", len(s)-p)
 	}
-	if i, j := dups.find(devs); i >= 0 {
+	if i, j := names.find(devs); i >= 0 {
 		return nil, corruptf("duplicate device name %q (ifindexes %d and %d)", devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
 	}
 	st.Devices = devs

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/ndst-project/ndst/ndst"
 )
@@ -204,4 +205,96 @@ func nameKey(name string) (uint64, bool) {
 	// "aba" differ; then one wide multiply mixes both words (as wyhash).
 	x, y := bits.Mul64(lo^hashKey0, hi^uint64(n)<<56^hashKey1)
 	return x ^ y, true
+}
+
+// nameSet validates the names of one State and finds a duplicate among them,
+// in linear time. Names made from a template, a prefix and a canonical
+// decimal number (ndst's own: dummy0, dummy1, ...), take a fast path: the
+// prefix, taken from the first name, is validated once, and duplicates are
+// found in a bitmap over the numbers, which for ndst's lowest-free
+// numbering is n bits, small enough to stay in the CPU cache. Every other
+// name goes through nameKey and the dupFinder. No name can be in both
+// classes, so no duplicate can straddle them.
+type nameSet struct {
+	n        int
+	init     bool
+	prefix   string
+	prefixOK bool     // prefix plus digits is a valid name if short enough
+	seen     []uint64 // bit k: the name prefix+k was seen
+	limit    uint64   // numbers >= limit take the hash path (bounds seen)
+	dupAt    int      // a device whose name an earlier device had, or -1
+	hashed   *dupFinder
+}
+
+func newNameSet(n int) nameSet {
+	return nameSet{n: n, limit: 8*uint64(n) + 64, dupAt: -1}
+}
+
+// add checks device i's name and records it; false means the name is not a
+// valid device name (see nameProblem).
+func (s *nameSet) add(i int, name string) bool {
+	if !s.init {
+		s.init = true
+		s.prefix = strings.TrimRight(name, "0123456789")
+		s.prefixOK = len(s.prefix) < MaxNameLen && nameProblem(s.prefix+"0") == ""
+		s.seen = make([]uint64, min(s.n, int(s.limit))/64+1)
+	}
+	if k, ok := s.number(name); ok {
+		w, bit := int(k>>6), uint64(1)<<(k&63)
+		if w >= len(s.seen) {
+			s.seen = append(s.seen, make([]uint64, max(w+1, 2*len(s.seen))-len(s.seen))...)
+		}
+		if s.seen[w]&bit != 0 && s.dupAt < 0 {
+			s.dupAt = i
+		}
+		s.seen[w] |= bit
+		return true
+	}
+	h, ok := nameKey(name)
+	if !ok {
+		return false
+	}
+	if s.hashed == nil {
+		s.hashed = new(newDupFinder(s.n))
+	}
+	s.hashed.add(i, h)
+	return true
+}
+
+// number returns k when name is s.prefix followed by k in canonical decimal
+// (no leading zero) and k < s.limit.
+func (s *nameSet) number(name string) (uint64, bool) {
+	p := len(s.prefix)
+	if !s.prefixOK || len(name) <= p || len(name) > MaxNameLen || name[:p] != s.prefix {
+		return 0, false
+	}
+	d := name[p:]
+	if d[0] == '0' && len(d) > 1 {
+		return 0, false
+	}
+	var k uint64
+	for i := 0; i < len(d); i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		k = k*10 + uint64(c)
+	}
+	return k, k < s.limit
+}
+
+// find returns indexes i < j of two devices with the same name, or -1, -1.
+// Every device must have been added.
+func (s *nameSet) find(devs []Device) (int, int) {
+	if j := s.dupAt; j >= 0 {
+		for i := range j {
+			if devs[i].Name == devs[j].Name {
+				return i, j
+			}
+		}
+	}
+	if s.hashed != nil {
+		return s.hashed.find(devs)
+	}
+	return -1, -1
 }

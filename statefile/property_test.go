@@ -2,6 +2,7 @@ package statefile
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -137,4 +138,48 @@ func TestDupFinderAtScale(t *testing.T) {
 	if i, j := findDup(names); i != 0 || j != len(names)-1 {
 		t.Errorf("findDup(10^6, first == last) = %d, %d; want 0, %d", i, j, len(names)-1)
 	}
+}
+
+// TestNameSetMatchesReference checks nameSet, fast path and hash path
+// together, against nameProblem and a map, on names built to hit the
+// corners: the first name's prefix with numbers in and out of canonical
+// form, beyond the bitmap's limit, too long, invalid, and unrelated names.
+func TestNameSetMatchesReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		prefix := rapid.SampledFrom([]string{"dummy", "d", "", "a:", "x y", "fourteen-bytes", "."}).Draw(t, "prefix")
+		gen := rapid.OneOf(
+			rapid.Custom(func(t *rapid.T) string {
+				return prefix + strconv.Itoa(rapid.IntRange(0, 300).Draw(t, "k"))
+			}),
+			rapid.Custom(func(t *rapid.T) string { // leading zeros
+				return prefix + "0" + strconv.Itoa(rapid.IntRange(0, 30).Draw(t, "k"))
+			}),
+			rapid.Custom(func(t *rapid.T) string { // past the bitmap's limit
+				return prefix + strconv.Itoa(rapid.IntRange(1_000_000, 1_000_010).Draw(t, "k"))
+			}),
+			rapid.StringMatching(`[a-e0-9.:]{0,4}`),
+			rapid.StringMatching(`[a-z0-9]{14,17}`),
+		)
+		names := rapid.SliceOfN(gen, 1, 200).Draw(t, "names")
+		devs := make([]Device, len(names))
+		s := newNameSet(len(names))
+		seen := map[string]bool{}
+		wantDup := false
+		for i, n := range names {
+			devs[i].Name = n
+			ok := s.add(i, n)
+			if want := nameProblem(n) == ""; ok != want {
+				t.Fatalf("nameSet.add(%q) = %v, want %v (nameProblem %q)", n, ok, want, nameProblem(n))
+			}
+			if !ok {
+				return // Encode and Decode stop at the first invalid name
+			}
+			wantDup = wantDup || seen[n]
+			seen[n] = true
+		}
+		i, j := s.find(devs)
+		if (i >= 0) != wantDup || i >= 0 && !(i < j && names[i] == names[j]) {
+			t.Fatalf("nameSet.find(%q) = %d, %d; want a duplicate pair: %v", names, i, j, wantDup)
+		}
+	})
 }

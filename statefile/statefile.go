@@ -43,8 +43,10 @@
 //     8 bytes per input byte at worst): counts are checked against the bytes
 //     actually present before any allocation, and Load reads a header before
 //     the rest, so a huge file of garbage costs nothing.
-//   - No step is worse than linear. Duplicate names are found with hashes
-//     filed into cache-sized partitions; see dupFinder.
+//   - No step is worse than linear. Duplicate names are found with a bitmap
+//     over the numbers of template names (dummy0, dummy1, ...) and, for any
+//     other names, with hashes filed into cache-sized partitions; see
+//     nameSet and dupFinder.
 //   - Save never leaves a partly written file at path: the new content goes
 //     to a temporary file in the same directory, which is synced, renamed
 //     over path, and the directory synced. The file's mode is 0600.
