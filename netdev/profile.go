@@ -24,6 +24,9 @@ type Profile struct {
 	SyncNetPerUnregister int
 	// SyncNetExpedited: synchronize_net is expedited because RTNL is held.
 	SyncNetExpedited bool
+	// SyncNetInClose: closing the devices (dev_deactivate_many, for a
+	// device with a queueing discipline) adds one synchronize_net of its own.
+	SyncNetInClose bool
 	// BarrierBeforePut: rcu_barrier() before dropping the registration
 	// references (ef885afb, 2.6.33), replacing the last synchronize_net.
 	BarrierBeforePut bool
@@ -75,6 +78,7 @@ var Profiles = map[string]Profile{
 		Batched:              true,
 		SyncNetPerUnregister: 2,
 		SyncNetExpedited:     true,
+		SyncNetInClose:       true,
 		BarrierInRunTodo:     true,
 		ReadyRefcount:        1,
 		FreeInReadyOrder:     true,

@@ -354,6 +354,9 @@ func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 		_ = r.ifindexes.Free(d.Ifindex)
 		r.releaseName(d.Name)
 	}
+	if r.prof.SyncNetInClose {
+		r.synchronizeNet(t) // dev_deactivate_many
+	}
 	if r.prof.Batched {
 		t.Charge(r.Cost(costs.UnregisterBatch))
 	}

@@ -100,7 +100,7 @@ func TestProfilesWaitForDifferentThings(t *testing.T) {
 	}{
 		{"2.6.31", 2 * 4, 0, 0, 3}, // two synchronize_net per device, 4 devices
 		{"2.6.33", 1, 1, 0, 3},     // one batch: one synchronize_net, one rcu_barrier
-		{"6.18", 2, 1, 2, 4},       // two expedited under RTNL, one barrier in run_todo
+		{"6.18", 3, 1, 3, 4},       // close + two expedited under RTNL, one barrier in run_todo
 	}
 	for _, tc := range tests {
 		k := boot(t, tc.profile, 2, "msleep250", netdev.NameBitmap)
