@@ -2,6 +2,7 @@ package statefile
 
 import (
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -54,6 +55,38 @@ func BenchmarkEncode1MSeparateNames(b *testing.B) {
 	st := manyDevicesSeparateNames(benchDevices)
 	loop(b, func() {
 		if _, err := Encode(st); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// hashedNames renames the devices to "v<k>p": a suffix after the number,
+// so no name takes nameSet's bitmap path and all are hashed.
+func hashedNames(st *State) *State {
+	for i := range st.Devices {
+		st.Devices[i].Name = "v" + strconv.Itoa(i+1) + "p"
+	}
+	return st
+}
+
+// BenchmarkEncode1MHashedNames and BenchmarkDecode1MHashedNames measure the
+// general duplicate check, for names that are not prefix + number.
+func BenchmarkEncode1MHashedNames(b *testing.B) {
+	st := hashedNames(manyDevices(benchDevices))
+	loop(b, func() {
+		if _, err := Encode(st); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkDecode1MHashedNames(b *testing.B) {
+	data, err := Encode(hashedNames(manyDevices(benchDevices)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	loop(b, func() {
+		if _, err := Decode(data); err != nil {
 			b.Fatal(err)
 		}
 	})
