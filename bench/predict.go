@@ -41,6 +41,9 @@ type PredictSpec struct {
 	Netlink nlbackend.Options
 	// Progress, when set, is told what runs.
 	Progress func(what string)
+	// Recorded, when set, replaces the local real-kernel runs with
+	// measurements taken in a guest (ParseGuestLog).
+	Recorded *Recorded
 }
 
 // PredictRow is one N and one delete mode: measured against predicted.
@@ -156,11 +159,6 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 	base, _ := emuForHost(s.Costs, s.Seed)
 	p := &Prediction{Profile: PredictProfile, HZ: base.HZ, CPUs: base.CPUs, Preempt: base.Preempt,
 		Costs: s.Costs.Source, Kernel: s.Costs.Host.Kernel}
-	type key struct {
-		op    string
-		n     int
-		batch string
-	}
 	rows := map[key]*PredictRow{}
 	var order []key
 	for _, n := range s.Counts {
@@ -207,46 +205,22 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 			}
 		}
 	}
-	// The real kernel.
-	nb, err := nlbackend.Open(ctx, s.Netlink)
-	if err != nil {
-		return nil, fmt.Errorf("netlink backend: %w", err)
-	}
-	defer func() {
-		nb.Close()
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = nlbackend.Reset(rctx, s.Netlink)
-	}()
-	if !nb.Created() {
-		return nil, ndst.Usagef("network namespace %s already exists; predict needs a throwaway namespace of its own", s.Netlink.Netns)
-	}
-	p.LoadAvg = append(p.LoadAvg, loadAvg())
-	for _, n := range s.Counts {
-		for _, b := range BatchNames {
-			for range s.Runs {
-				if s.Progress != nil {
-					s.Progress(fmt.Sprintf("real kernel: add %d, delete %s", n, b))
-				}
-				add, err := nb.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template, Kind: s.Netlink.Kind})
-				if err != nil {
-					return nil, fmt.Errorf("real add %d: %w", n, err)
-				}
-				p.Kind = add.Kind
-				del, err := nb.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: b == "one-by-one"})
-				if err != nil {
-					return nil, fmt.Errorf("real del of %d (%s): %w", n, b, err)
-				}
-				r := rows[key{"del", n, b}]
-				r.MeasuredRuns = append(r.MeasuredRuns, del.WallNS)
-				ra := rows[key{"add", n, "-"}]
-				ra.MeasuredRuns = append(ra.MeasuredRuns, add.WallNS)
+	if s.Recorded != nil { // measured in a guest
+		p.Kind, p.Kernel = s.Recorded.Kind, s.Recorded.Source
+		for _, n := range s.Counts {
+			for _, b := range BatchNames {
+				rows[key{"del", n, b}].MeasuredRuns = s.Recorded.Del[n][b]
 			}
+			rows[key{"add", n, "-"}].MeasuredRuns = s.Recorded.Add[n]
 		}
+	} else if err := s.measureLocally(ctx, p, func(k key) *PredictRow { return rows[k] }); err != nil {
+		return nil, err
 	}
-	p.LoadAvg = append(p.LoadAvg, loadAvg())
 	for _, k := range order {
 		r := rows[k]
+		if len(r.MeasuredRuns) == 0 {
+			continue // a guest transcript need not cover every row
+		}
 		r.MeasuredNS = Summarize(r.MeasuredRuns).Median
 		r.PredictedNS = Summarize(r.PredictedRuns).Median
 		if r.MeasuredNS > 0 {
@@ -275,6 +249,56 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 		}
 	}
 	return p, nil
+}
+
+// key names one row of a prediction.
+type key struct {
+	op    string
+	n     int
+	batch string
+}
+
+// measureLocally runs the real adds and deletes on this host's kernel, in a
+// throwaway namespace.
+func (s *PredictSpec) measureLocally(ctx context.Context, p *Prediction, rows func(key) *PredictRow) error {
+	nb, err := nlbackend.Open(ctx, s.Netlink)
+	if err != nil {
+		return fmt.Errorf("netlink backend: %w", err)
+	}
+	defer func() {
+		nb.Close()
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = nlbackend.Reset(rctx, s.Netlink)
+	}()
+	if !nb.Created() {
+		return ndst.Usagef("network namespace %s already exists; predict needs a throwaway namespace of its own", s.Netlink.Netns)
+	}
+	p.LoadAvg = append(p.LoadAvg, loadAvg())
+	for _, n := range s.Counts {
+		for _, b := range BatchNames {
+			for range s.Runs {
+				if s.Progress != nil {
+					s.Progress(fmt.Sprintf("real kernel: add %d, delete %s", n, b))
+				}
+				add, err := nb.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template, Kind: s.Netlink.Kind})
+				if err != nil {
+					return fmt.Errorf("real add %d: %w", n, err)
+				}
+				p.Kind = add.Kind
+				del, err := nb.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: b == "one-by-one"})
+				if err != nil {
+					return fmt.Errorf("real del of %d (%s): %w", n, b, err)
+				}
+				r := rows(key{"del", n, b})
+				r.MeasuredRuns = append(r.MeasuredRuns, del.WallNS)
+				ra := rows(key{"add", n, "-"})
+				ra.MeasuredRuns = append(ra.MeasuredRuns, add.WallNS)
+			}
+		}
+	}
+	p.LoadAvg = append(p.LoadAvg, loadAvg())
+	return nil
 }
 
 // fitLine is the least-squares line through (xs, ys).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/calibrate"
@@ -15,12 +16,47 @@ import (
 
 func init() { subcommands = append(subcommands, newPredictCmd) }
 
+// predictFromGuest compares the emulated kernel with a guest's measurements:
+// the guest's own calibration sets the emulated kernel's costs, HZ, CPUs
+// and preemption model (scripts/vm-predict.sh writes the transcript).
+func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return ndst.Usagef("--from-guest: %v", err)
+	}
+	defer f.Close()
+	table, rec, err := bench.ParseGuestLog(f)
+	if err != nil {
+		return fmt.Errorf("--from-guest %s: %w", path, err)
+	}
+	s.Costs, s.Recorded = table, rec
+	s.Counts = s.Counts[:0]
+	for n := range rec.Del {
+		s.Counts = append(s.Counts, n)
+	}
+	slices.Sort(s.Counts)
+	if err := s.Check(); err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	p, err := bench.Predict(ctx, s)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		return writeJSON(g.stdout, p)
+	}
+	return p.WriteTable(g.stdout)
+}
+
 func newPredictCmd(g *globalOptions) *cobra.Command {
 	var (
 		counts        []string
 		runs, simRuns int
 		netns         string
 		saveCosts     string
+		fromGuest     string
 	)
 	cmd := &cobra.Command{
 		Use:   "predict",
@@ -46,6 +82,9 @@ what the emulated kernel predicts. Needs root.`,
 				return err
 			}
 			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl}
+			if fromGuest != "" {
+				return g.predictFromGuest(s, fromGuest)
+			}
 			s.Netlink = g.nlOptions()
 			s.Netlink.Netns = netns
 			if netns == "" {
@@ -108,5 +147,6 @@ what the emulated kernel predicts. Needs root.`,
 	f.IntVar(&simRuns, "sim-runs", 5, "emulated runs per N and mode, seeds --seed.. (the median is shown)")
 	f.StringVar(&netns, "predict-netns", "", "throwaway network namespace (default ndst-predict-PID; must not exist)")
 	f.StringVar(&saveCosts, "save-costs", "", "when calibrating first, also write the cost table to FILE")
+	f.StringVar(&fromGuest, "from-guest", "", "compare with the measurements and calibration in a scripts/vm-run.sh transcript (see scripts/vm-predict.sh) instead of this host")
 	return cmd
 }
