@@ -32,8 +32,8 @@
 //	                   kernel handles a netlink request inside the send)
 //	register         = median per-device create time - syscall
 //	unregister+free  = slope of the CPU time of batched deletes over the
-//	                   device count (the process's CPU clock: a netlink
-//	                   request is handled in the sender's context);
+//	                   device count (the CPU clock of the thread that sends
+//	                   the request: the kernel handles it in that send);
 //	                   split in the built-in table's proportion (free is
 //	                   Default free/(unregister+free) of it), as user space
 //	                   cannot tell the two apart

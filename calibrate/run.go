@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -159,9 +158,7 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 				createMedians = append(createMedians, a.Latency.MedianNS)
 			}
 			r.Creates += a.Count
-			cpu0 := processCPU()
 			d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
-			cpuRuns[size] = append(cpuRuns[size], processCPU()-cpu0)
 			if err != nil {
 				return fmt.Errorf("calibrate: batched delete of %d devices: %w", size, err)
 			}
@@ -169,6 +166,7 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 				return fmt.Errorf("calibrate: batched delete removed %d of %d devices (moved %d); want all in one request", d.Count, size, d.Counters["moved"])
 			}
 			runs[size] = append(runs[size], d.Counters["group_delete_ns"])
+			cpuRuns[size] = append(cpuRuns[size], d.Counters["group_delete_cpu_ns"])
 		}
 	}
 	r.CreateNS = median(createMedians)
@@ -189,17 +187,6 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 func line(x0 int, y0 int64, x1 int, y1 int64) (slope, intercept int64) {
 	slope = max(0, (y1-y0)/int64(x1-x0))
 	return slope, max(0, y0-slope*int64(x0))
-}
-
-// processCPU is the CPU time this process has used, user and system, in ns.
-// A netlink request is handled in the sender's context, so the kernel's work
-// for a delete shows up here, while sleeping in rcu_barrier does not.
-func processCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
 }
 
 // Save writes the table to path atomically (a temporary file renamed over
