@@ -127,14 +127,14 @@ func TestBuildTable(t *testing.T) {
 	r := sampleReport()
 	tb := r.Table
 	def := costs.Default()
-	// unregister, free and unregister_batch come from the CPU-time line,
-	// not the wall-time one (whose intercept is mostly rcu_barrier's wait).
-	wantFree := int64(90_000) * def.Costs[costs.Free] / (def.Costs[costs.Unregister] + def.Costs[costs.Free])
+	// unregister and free come from the wall-time slope; unregister_batch
+	// from the CPU-time intercept (the wall one is mostly rcu_barrier's wait).
+	wantFree := int64(100_000) * def.Costs[costs.Free] / (def.Costs[costs.Unregister] + def.Costs[costs.Free])
 	want := map[costs.Op]int64{
 		costs.Syscall:         2_000,
 		costs.Register:        120_000,
 		costs.Free:            wantFree,
-		costs.Unregister:      90_000 - wantFree,
+		costs.Unregister:      100_000 - wantFree,
 		costs.UnregisterBatch: 1_500_000,
 	}
 	if !reflect.DeepEqual(tb.Costs, want) {
@@ -148,6 +148,11 @@ func TestBuildTable(t *testing.T) {
 	}
 	if tb.Extra["batch_delete_300_ns"] != 43_000_000 || tb.Extra["tick_alignment_permille"] != 970 {
 		t.Errorf("buildTable() extra = %v, want the raw figures", tb.Extra)
+	}
+	r.CPUInterceptNS = 20_000_000 // a CPU clock running ahead of the wall clock
+	r.buildTable(time.Now())
+	if got := r.Table.Costs[costs.UnregisterBatch]; got != r.InterceptNS {
+		t.Errorf("unregister_batch with a CPU intercept above the wall one = %d, want the wall intercept %d", got, r.InterceptNS)
 	}
 	if got, _ := line(100, 10_500_000, 300, 28_500_000); got != 90_000 {
 		t.Errorf("line slope = %d, want 90000", got)
