@@ -98,7 +98,7 @@ type Registry struct {
 
 	table     *devtable.Table[*Device]
 	ifindexes *idalloc.Bitmap
-	// nextIfindex is the cyclic cursor of dev_new_index.
+	// nextIfindex is the last ifindex handed out (persisted for reference).
 	nextIfindex int
 	nameAlloc   NameAlloc
 	names       map[ndst.Template]*idalloc.Bitmap
@@ -189,12 +189,12 @@ func (r *Registry) Table() *devtable.Table[*Device] { return r.table }
 // ErrNameSpace is returned when a template has no free number left.
 var ErrNameSpace = errors.New("no free name number (ENFILE)")
 
+// allocIfindex hands out the lowest free ifindex. (The kernel's
+// dev_new_index is cyclic; ndst's namespace reuses freed indexes so that
+// "add N; del 1 N" can be repeated, and so that the two-level bitmap's
+// lowest-free search is what allocation costs.)
 func (r *Registry) allocIfindex() (int, error) {
-	start := r.nextIfindex + 1
-	if start < 1 || start > MaxIfindex {
-		start = 1
-	}
-	n, err := r.ifindexes.AllocFrom(start)
+	n, err := r.ifindexes.Alloc()
 	if err != nil {
 		return 0, fmt.Errorf("ifindex space exhausted: %w", err)
 	}

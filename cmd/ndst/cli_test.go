@@ -264,3 +264,16 @@ func TestListReadersAgree(t *testing.T) {
 		t.Errorf("list --reader fast = exit %d %q, want a usage error", c, e)
 	}
 }
+
+func TestReadmeCommandsRepeat(t *testing.T) {
+	// The README's first command must work again and again on one state.
+	state := tempState(t)
+	for i := range 3 {
+		if _, e, c := ndstRun(t, state, "add", "50"); c != 0 {
+			t.Fatalf("round %d: add 50 = %d %s", i, c, e)
+		}
+		if out, e, c := ndstRun(t, state, "--json", "--strategy", "tick", "del", "1", "50"); c != 0 || !strings.Contains(out, `"count":50`) {
+			t.Fatalf("round %d: del 1 50 = %d %q %s", i, c, out, e)
+		}
+	}
+}
