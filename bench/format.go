@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,6 +179,20 @@ func resultText(r Record) string {
 		parts = append(parts, fmt.Sprintf("error %d/%d", r.Errors, r.Runs))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// WriteFile creates path and fills it with write; the file is closed, and a
+// failed write names the path.
+func WriteFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // FormatDuration prints nanoseconds the way time(1) users read them.

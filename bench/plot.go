@@ -2,8 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -152,30 +152,22 @@ func saveWithLegend(p *plot.Plot, leg *plot.Legend, w, h vg.Length, path string)
 		cv interface {
 			vg.CanvasSizer
 		}
-		write func(f *os.File) error
+		write func(io.Writer) error
 	)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
 		c := vgsvg.New(w, h)
-		cv, write = c, func(f *os.File) error { _, err := c.WriteTo(f); return err }
+		cv, write = c, func(f io.Writer) error { _, err := c.WriteTo(f); return err }
 	default:
 		c := vgimg.New(w, h)
-		cv, write = c, func(f *os.File) error { _, err := vgimg.PngCanvas{Canvas: c}.WriteTo(f); return err }
+		cv, write = c, func(f io.Writer) error { _, err := vgimg.PngCanvas{Canvas: c}.WriteTo(f); return err }
 	}
 	dc := draw.New(cv)
 	lw := leg.Rectangle(dc).Size().X + 12
 	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
 	lc := draw.Crop(dc, w-lw+6, 0, 0, -vg.Length(40))
 	leg.Draw(lc)
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
+	return WriteFile(path, write)
 }
 
 func (rep *Report) livelocked() int {

@@ -268,15 +268,7 @@ func writeOutput(stdout io.Writer, path string, write func(io.Writer) error) err
 	case "-":
 		return write(stdout)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
+	return bench.WriteFile(path, write)
 }
 
 // progressDelay is how long a bench runs before a progress bar appears.

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
+	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/ndst"
 )
 
@@ -128,18 +128,7 @@ func (g *globalOptions) printList(backend string, devs []ndst.Device) error {
 }
 
 // fmtDur prints nanoseconds the way time(1) users read them.
-func fmtDur(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.3fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond))
-	case d >= time.Microsecond:
-		return fmt.Sprintf("%.3fµs", float64(d)/float64(time.Microsecond))
-	}
-	return fmt.Sprintf("%dns", ns)
-}
+func fmtDur(ns int64) string { return bench.FormatDuration(float64(ns)) }
 
 func deref(s *string) string {
 	if s == nil {
