@@ -8,13 +8,15 @@
 // interrupted kernel code outside any reader with preemption enabled.
 //
 // Two flavours:
-//   - Tree (SMP and the 2.6.3x uniprocessor default): a grace period (GP)
-//     starts when a CPU with waiting callbacks gets to its RCU softirq (at a
-//     tick) or, with GPKthread, when the GP kernel thread runs; every CPU must
-//     then pass a QS after noticing the GP, reported from its RCU softirq;
-//     idle CPUs are reported by FQS scans every FQSJiffies; callbacks run in
-//     the RCU softirq of their CPU once it has noticed the end of a GP that
-//     started after they were queued.
+//   - Tree (SMP and the 2.6.3x uniprocessor default): call_rcu does not
+//     start a grace period (GP); a CPU with waiting callbacks asks for one
+//     from its RCU softirq at its next tick, and the softirq starts it
+//     (2.6.3x) or the unbound GP kernel thread does (GPKthread, modern);
+//     every CPU must then pass a QS after noticing the GP, reported from its
+//     RCU softirq; idle CPUs are reported by FQS scans every FQSJiffies;
+//     callbacks run in the RCU softirq of their CPU once it has noticed the
+//     end of a GP that started after they were queued. Modern rcu_barrier
+//     entrains its callback behind the last one queued (BarrierEntrains).
 //   - Tiny (1 CPU, no preemption): any QS makes every queued callback ready
 //     and raises the softirq that runs them.
 //
