@@ -244,12 +244,9 @@ func (b *Bitmap) normalize() {
 
 // AllocFrom returns the lowest free index >= start, wrapping around to min.
 func (b *Bitmap) AllocFrom(start int) (int, error) {
-	if b.n == b.size {
-		return 0, ErrFull
-	}
-	s := start - b.min
-	if s < 0 || s >= b.size {
-		s = 0
+	s, err := b.startOffset(start)
+	if err != nil {
+		return 0, err
 	}
 	var r int
 	if s <= b.hint {

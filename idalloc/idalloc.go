@@ -79,6 +79,19 @@ type span struct {
 	hint int
 }
 
+// startOffset checks that an index is free somewhere and turns AllocFrom's
+// start into an offset from min (a start outside [min, max] means min).
+func (s *span) startOffset(start int) (int, error) {
+	if s.n == s.size {
+		return 0, ErrFull
+	}
+	off := start - s.min
+	if off < 0 || off >= s.size {
+		off = 0
+	}
+	return off, nil
+}
+
 func newSpan(kind string, min, max int) span {
 	if min > max || min < 0 {
 		panic(fmt.Sprintf("idalloc.%s(%d, %d): need 0 <= min <= max", kind, min, max))

@@ -136,6 +136,23 @@ func newDeepBitmap(min, max int) *Bitmap {
 	return b
 }
 
+// checkAlloc allocates from a and from the model, fails t on any
+// difference, and reports whether an index was handed out.
+func checkAlloc(t *rapid.T, a Allocator, m *model, min int) bool {
+	got, err := a.Alloc()
+	want, ok := m.allocFrom(min)
+	if !ok {
+		if !errors.Is(err, ErrFull) {
+			t.Fatalf("Alloc() = %d, %v, want ErrFull", got, err)
+		}
+		return false
+	}
+	if err != nil || got != want {
+		t.Fatalf("Alloc() = %d, %v, want %d, nil", got, err, want)
+	}
+	return true
+}
+
 func TestAllocatorsAgainstModel(t *testing.T) {
 	for _, c := range modelCtors {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,33 +179,12 @@ func TestAllocatorsAgainstModel(t *testing.T) {
 						}
 					},
 					"Alloc": func(t *rapid.T) {
-						got, err := a.Alloc()
-						want, ok := m.allocFrom(min)
-						if !ok {
-							if !errors.Is(err, ErrFull) {
-								t.Fatalf("Alloc() = %d, %v, want ErrFull", got, err)
-							}
-							return
-						}
-						if err != nil || got != want {
-							t.Fatalf("Alloc() = %d, %v, want %d, nil", got, err, want)
-						}
+						checkAlloc(t, a, m, min)
 					},
 					"AllocRun": func(t *rapid.T) {
 						// Many allocations at once, to fill words and levels.
 						k := rapid.IntRange(1, 1500).Draw(t, "k")
-						for i := 0; i < k; i++ {
-							got, err := a.Alloc()
-							want, ok := m.allocFrom(min)
-							if !ok {
-								if !errors.Is(err, ErrFull) {
-									t.Fatalf("Alloc() = %d, %v, want ErrFull", got, err)
-								}
-								return
-							}
-							if err != nil || got != want {
-								t.Fatalf("Alloc() = %d, %v, want %d, nil", got, err, want)
-							}
+						for i := 0; i < k && checkAlloc(t, a, m, min); i++ {
 						}
 					},
 					"Reserve": func(t *rapid.T) {

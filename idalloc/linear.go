@@ -66,12 +66,9 @@ func (l *Linear) take(r int) {
 
 // AllocFrom returns the lowest free index >= start, wrapping around to min.
 func (l *Linear) AllocFrom(start int) (int, error) {
-	if l.n == l.size {
-		return 0, ErrFull
-	}
-	s := start - l.min
-	if s < 0 || s >= l.size {
-		s = 0
+	s, err := l.startOffset(start)
+	if err != nil {
+		return 0, err
 	}
 	var r int
 	if s <= l.hint {

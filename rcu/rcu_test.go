@@ -32,11 +32,10 @@ func legacyUP(t testing.TB) machine {
 	return newMachine(t, sim.Config{HZ: 1000, CPUs: 1}, Config{FQSJiffies: 3})
 }
 
-func TestCallbackNeedsTwoTicksOnLegacyUP(t *testing.T) {
-	// The callback is queued mid-jiffy; the GP starts at the next tick, the
-	// task's next context switch is the QS, and the tick after that reports
-	// it, ends the GP and runs the callback.
-	m := legacyUP(t)
+// callbackTime queues a callback 300 µs into the first jiffy, sleeps a
+// jiffy at a time until it has run, and returns when it ran.
+func callbackTime(t *testing.T, m machine) sim.Time {
+	t.Helper()
 	var ran sim.Time = -1
 	m.e.Go("ndst", 0, false, func(tk *sim.Task) {
 		tk.Charge(300 * sim.Microsecond)
@@ -48,6 +47,15 @@ func TestCallbackNeedsTwoTicksOnLegacyUP(t *testing.T) {
 	if err := m.e.Run(); err != nil {
 		t.Fatal(err)
 	}
+	return ran
+}
+
+func TestCallbackNeedsTwoTicksOnLegacyUP(t *testing.T) {
+	// The callback is queued mid-jiffy; the GP starts at the next tick, the
+	// task's next context switch is the QS, and the tick after that reports
+	// it, ends the GP and runs the callback.
+	m := legacyUP(t)
+	ran := callbackTime(t, m)
 	if want := 2 * sim.Millisecond; ran != want {
 		t.Errorf("callback ran at %v, want %v", ran, want)
 	}
@@ -131,19 +139,7 @@ func TestIdleSecondCPUWaitsForFQS(t *testing.T) {
 	// With 2 CPUs the idle one can only be reported by an FQS scan, so the
 	// GP lasts FQSJiffies longer than on one CPU.
 	run := func(cpus int) sim.Time {
-		m := newMachine(t, sim.Config{HZ: 1000, CPUs: cpus}, Config{FQSJiffies: 3})
-		var ran sim.Time = -1
-		m.e.Go("ndst", 0, false, func(tk *sim.Task) {
-			tk.Charge(300 * sim.Microsecond)
-			m.r.CallRCU(tk, func() { ran = m.e.Now() })
-			for ran < 0 {
-				tk.ScheduleTimeout(1)
-			}
-		})
-		if err := m.e.Run(); err != nil {
-			t.Fatal(err)
-		}
-		return ran
+		return callbackTime(t, newMachine(t, sim.Config{HZ: 1000, CPUs: cpus}, Config{FQSJiffies: 3}))
 	}
 	up, smp := run(1), run(2)
 	if smp <= up {
