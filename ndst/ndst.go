@@ -108,6 +108,13 @@ type Result struct {
 	// Counters holds grace periods, callbacks, sleeps, wakeups, CPU busy
 	// time and the like, keyed by stable snake_case names.
 	Counters map[string]int64 `json:"counters,omitempty"`
+	// CostTable names the per-operation CPU cost table an emulated run
+	// used: "default" or the --costs file's path.
+	CostTable *string `json:"cost_table,omitempty"`
+	// Explain holds one or two sentences a person can act on, produced from
+	// the run's own counters: what each device waited for, and the setting
+	// that would change it most. Backends that cannot know leave it empty.
+	Explain []string `json:"explain,omitempty"`
 	// Notes are human-readable remarks (fallbacks taken, watchdog reports).
 	Notes []string `json:"notes,omitempty"`
 	// KernelLog holds the emulated kernel's messages (printk), each with
