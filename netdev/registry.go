@@ -29,7 +29,7 @@ import (
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/devtable"
 	"github.com/ndst-project/ndst/idalloc"
-	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ifname"
 	"github.com/ndst-project/ndst/rcu"
 	"github.com/ndst-project/ndst/sim"
 )
@@ -101,7 +101,7 @@ type Registry struct {
 	// nextIfindex is the last ifindex handed out (persisted for reference).
 	nextIfindex int
 	nameAlloc   NameAlloc
-	names       map[ndst.Template]*idalloc.Bitmap
+	names       map[ifname.Template]*idalloc.Bitmap
 
 	rtnl      sim.Mutex
 	todo      []*Device
@@ -142,7 +142,7 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 		ifindexes:   idalloc.NewBitmap(1, MaxIfindex),
 		nextIfindex: o.NextIfindex,
 		nameAlloc:   o.NameAlloc,
-		names:       map[ndst.Template]*idalloc.Bitmap{},
+		names:       map[ifname.Template]*idalloc.Bitmap{},
 		MaxWait:     300 * sim.Second,
 	}
 	reg.notifiers = []Notifier{inetNotifier{HolderIPv4}, inetNotifier{HolderIPv6}}
@@ -202,7 +202,7 @@ func (r *Registry) allocIfindex() (int, error) {
 	return n, nil
 }
 
-func (r *Registry) nameBitmap(t ndst.Template) *idalloc.Bitmap {
+func (r *Registry) nameBitmap(t ifname.Template) *idalloc.Bitmap {
 	b, ok := r.names[t]
 	if ok {
 		return b
@@ -218,7 +218,7 @@ func (r *Registry) nameBitmap(t ndst.Template) *idalloc.Bitmap {
 	return b
 }
 
-func (r *Registry) allocName(t ndst.Template) (string, error) {
+func (r *Registry) allocName(t ifname.Template) (string, error) {
 	if r.nameAlloc == NameScan {
 		return r.scanName(t)
 	}
@@ -231,7 +231,7 @@ func (r *Registry) allocName(t ndst.Template) (string, error) {
 
 // scanName is __dev_alloc_name: mark every number in use by scanning all
 // names, then take the first free one below KernelNameSlots.
-func (r *Registry) scanName(t ndst.Template) (string, error) {
+func (r *Registry) scanName(t ifname.Template) (string, error) {
 	limit := min(KernelNameSlots, t.MaxNumber()+1)
 	used := make([]bool, limit)
 	r.table.Range(func(_ int, name string, _ *Device) bool {
@@ -290,7 +290,7 @@ func (r *Registry) holdRegistered(d *Device) {
 
 // Register is register_netdevice for one device named from t; the caller
 // holds RTNL.
-func (r *Registry) Register(t *sim.Task, tmpl ndst.Template) (*Device, error) {
+func (r *Registry) Register(t *sim.Task, tmpl ifname.Template) (*Device, error) {
 	name, err := r.allocName(tmpl)
 	if err != nil {
 		return nil, err

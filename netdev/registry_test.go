@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ndst-project/ndst/costs"
-	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ifname"
 	"github.com/ndst-project/ndst/netdev"
 	"github.com/ndst-project/ndst/rcu"
 	"github.com/ndst-project/ndst/sim"
@@ -49,7 +49,7 @@ func (k kernel) do(t *testing.T, fn func(tk *sim.Task)) error {
 	return k.e.Run()
 }
 
-var tmpl, _ = ndst.ParseTemplate("dummy%d")
+var tmpl, _ = ifname.ParseTemplate("dummy%d")
 
 func TestRegisterAllocatesLowestNameAndIndex(t *testing.T) {
 	k := boot(t, "2.6.31", 1, "tick", netdev.NameBitmap)
@@ -142,7 +142,7 @@ func TestProfilesWaitForDifferentThings(t *testing.T) {
 
 func TestKernelNameScanRunsOutOfSlots(t *testing.T) {
 	k := boot(t, "2.6.31", 1, "tick", netdev.NameScan)
-	small, _ := ndst.ParseTemplate("abcdefghijklmn%d") // one digit: 10 names
+	small, _ := ifname.ParseTemplate("abcdefghijklmn%d") // one digit: 10 names
 	var err error
 	n := 0
 	k.do(t, func(tk *sim.Task) {

@@ -7,15 +7,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ifname"
 )
 
 // nameByteOK[c] is true for the bytes a device name may hold: the same rule
-// as the command line's (ndst.NameByteOK), so a state file never holds a
+// as the command line's (ifname.ByteOK), so a state file never holds a
 // name ndst would refuse to create.
 var nameByteOK = func() (t [256]bool) {
 	for c := range t {
-		t[c] = ndst.NameByteOK(byte(c))
+		t[c] = ifname.ByteOK(byte(c))
 	}
 	return t
 }()
@@ -156,7 +156,7 @@ const (
 	pad   uint64 = 'a' * ones // a byte every check accepts
 )
 
-// badBytes is non-zero when a byte of w is one ndst.NameByteOK refuses:
+// badBytes is non-zero when a byte of w is one ifname.ByteOK refuses:
 // <= ' ', DEL, 0xA0 (a space to the kernel), '/' or ':'.
 func badBytes(w uint64) uint64 {
 	lt := (w - 0x21*ones) &^ w & highs // some byte < 0x21

@@ -59,13 +59,15 @@ package statefile
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ndst-project/ndst/ifname"
 )
 
 // Version is the format version this package writes and reads.
 const Version = 1
 
 // MaxNameLen is the longest device name, IFNAMSIZ-1 bytes.
-const MaxNameLen = 15
+const MaxNameLen = ifname.MaxLen
 
 // MaxFileSize bounds the state files Load reads: about 60 million devices,
 // far above anything the backends can create.
