@@ -17,8 +17,10 @@ package ndst
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Backend is one implementation of the driver contract.
@@ -69,10 +71,55 @@ type Device struct {
 	Ifindex  int    `json:"ifindex"`
 	Kind     string `json:"kind,omitempty"`
 	State    string `json:"state"`
-	Refcount int    `json:"refcount"`
+	// Refcount is the device's reference count; unknown (the zero value,
+	// JSON null, "-" in text) where the backend cannot know it: the real
+	// kernel does not report it.
+	Refcount MaybeInt `json:"refcount"`
 	// Foreign is true for devices ndst did not create (such as lo); they
 	// are never deleted.
 	Foreign bool `json:"foreign,omitempty"`
+}
+
+// MaybeInt is an int that may be unknown. The zero value is unknown, so a
+// backend that does not set a field cannot report a made-up 0. It is
+// comparable with ==, marshals to a JSON number or null, and prints as the
+// number or "-".
+type MaybeInt struct {
+	Value int
+	Known bool
+}
+
+// Known returns a known MaybeInt.
+func Known(v int) MaybeInt { return MaybeInt{Value: v, Known: true} }
+
+// String is the number, or "-" when unknown.
+func (m MaybeInt) String() string {
+	if !m.Known {
+		return "-"
+	}
+	return strconv.Itoa(m.Value)
+}
+
+// MarshalJSON implements json.Marshaler: the number, or null.
+func (m MaybeInt) MarshalJSON() ([]byte, error) {
+	if !m.Known {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, int64(m.Value), 10), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler: a number, or null for unknown.
+func (m *MaybeInt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*m = MaybeInt{}
+		return nil
+	}
+	var v int
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*m = Known(v)
+	return nil
 }
 
 // Result kinds.

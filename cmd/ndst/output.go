@@ -118,7 +118,7 @@ func (g *globalOptions) printList(backend string, devs []ndst.Device) error {
 		if d.Foreign {
 			name += " (not ndst's)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\n", d.Ifindex, name, d.Kind, d.State, d.Refcount)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", d.Ifindex, name, d.Kind, d.State, d.Refcount)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

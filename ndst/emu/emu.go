@@ -547,7 +547,7 @@ func (b *Backend) List(ctx context.Context, req ndst.ListRequest) ([]ndst.Device
 	tab := k.reg.Table()
 	visit := func(ifindex int, name string, d *netdev.Device) {
 		out = append(out, ndst.Device{Name: name, Ifindex: ifindex, Kind: "dummy",
-			State: d.State.String(), Refcount: d.Refcount()})
+			State: d.State.String(), Refcount: ndst.Known(d.Refcount())})
 	}
 	if req.Naive {
 		for pos, done := 0, false; !done; {

@@ -120,7 +120,7 @@ func stressScenario(t *testing.T, seed uint64) string {
 				t.Fatalf("scenario %d step %d: List = %d devices, %v; model has %d", seed, step, len(devs), err, len(model))
 			}
 			for _, d := range devs {
-				if !model[d.Ifindex] || d.Refcount < 1 || d.State != "registered" {
+				if !model[d.Ifindex] || !d.Refcount.Known || d.Refcount.Value < 1 || d.State != "registered" {
 					t.Fatalf("scenario %d step %d: listed %+v", seed, step, d)
 				}
 			}
