@@ -67,10 +67,10 @@ type ListRequest struct {
 
 // Device is one network device as a backend reports it.
 type Device struct {
-	Name     string `json:"name"`
-	Ifindex  int    `json:"ifindex"`
-	Kind     string `json:"kind,omitempty"`
-	State    string `json:"state"`
+	Name    string `json:"name"`
+	Ifindex int    `json:"ifindex"`
+	Kind    string `json:"kind,omitempty"`
+	State   string `json:"state"`
 	// Refcount is the device's reference count; unknown (the zero value,
 	// JSON null, "-" in text) where the backend cannot know it: the real
 	// kernel does not report it.
