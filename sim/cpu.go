@@ -1,47 +1,58 @@
 package sim
 
-import "container/heap"
-
-// Softirq numbers, in the order the kernel runs them at irq exit.
-const (
-	SoftirqTimer = iota
-	SoftirqNetRx
-	SoftirqRCU
-	nrSoftirqs
-)
-
 // CPU is one simulated processor: the task it runs, its run queue, its tick,
 // its timer wheel and its pending softirqs.
 type CPU struct {
 	e  *Engine
 	ID int
 
-	curr        *Task
+	curr *Task
+	// deferred is a task woken from interrupt context onto this idle CPU:
+	// the switch to it happens when the interrupt returns.
+	deferred    *Task
 	runq        []*Task
 	needResched bool
 	lastSwitch  Time
-	// irqBusyUntil is when interrupt work done while the CPU had no task
-	// (softirqs on an idle CPU) ends; a task woken meanwhile starts after.
+	// irqBusyUntil is when the interrupt work charged so far ends: an
+	// idle CPU's next task starts after it, a running task's charge has
+	// been pushed back by it, and a tick that arrives before it interrupts
+	// that work rather than the task or idle.
 	irqBusyUntil Time
+	// irqResume is the pending continuation of softirq work raised while
+	// the CPU was still busy with earlier interrupt work.
+	irqResume *Event
+	// inIRQ is set while interrupt code (the tick, its softirqs) runs;
+	// irqBase is the CPU's clock when it began and irqSpent the work done
+	// since, so that Clock() advances inside an interrupt.
+	inIRQ    bool
+	irqBase  Time
+	irqSpent Time
 
-	timers  *timerQueue
-	tickFn  func()
-	tickEv  *Event
-	tickAt  Time
-	softirq uint32
-	ksoftEv *Event
-	inIRQ   bool
+	timers *timerQueue
+	tickFn func()
+	tickEv *Event
+	tickAt Time
 
-	// Accounting.
-	Busy     [3]Time // by Mode; Busy[ModeIdle] counts interrupt work on an idle CPU
+	softirq   uint32
+	softCtx   softirqContext
+	ksoftirqd *Task
+	ksoftWQ   WaitQueue
+
+	// touched is when the CPU's watchdog thread last ran.
+	touched Time
+
+	// Accounting, by Mode. Busy[ModeIRQ] is interrupt and softirq work
+	// done at interrupt exit, whether it interrupted a task or idle.
+	Busy     [numModes]Time
 	Switches int64
 }
 
 // Curr returns the task holding the CPU, or nil when idle.
 func (c *CPU) Curr() *Task { return c.curr }
 
-// Idle reports whether the CPU has nothing to run.
-func (c *CPU) Idle() bool { return c.curr == nil && len(c.runq) == 0 }
+// Idle reports whether the CPU has nothing to run (and is not about to
+// switch to a task woken from an interrupt).
+func (c *CPU) Idle() bool { return c.curr == nil && c.deferred == nil && len(c.runq) == 0 }
 
 // Mode returns what the CPU is doing now.
 func (c *CPU) Mode() Mode {
@@ -54,6 +65,15 @@ func (c *CPU) Mode() Mode {
 // InIRQ reports whether interrupt or softirq code is running on the CPU.
 func (c *CPU) InIRQ() bool { return c.inIRQ }
 
+// Clock is the CPU's own time: inside an interrupt, the time the interrupt
+// work done so far has taken is added to the engine's clock.
+func (c *CPU) Clock() Time {
+	if c.inIRQ {
+		return c.irqBase + c.irqSpent
+	}
+	return c.e.now
+}
+
 // SetNeedResched asks the CPU to reschedule at its next preemption point.
 func (c *CPU) SetNeedResched() { c.needResched = true }
 
@@ -65,61 +85,79 @@ func (c *CPU) LastSwitch() Time { return c.lastSwitch }
 
 func (c *CPU) account(m Mode, d Time) { c.Busy[m] += d }
 
-// Steal charges d of interrupt work to the CPU: the running task's charge is
-// stretched, or, on an idle CPU, the next task starts later.
+// Steal charges d of interrupt work to the CPU: the running task's charge
+// (or its pending switch-in) is pushed back, or, on an idle CPU, the next
+// task starts later.
 func (c *CPU) Steal(d Time) {
 	d = c.e.Jitter(d)
 	if d <= 0 {
 		return
 	}
-	c.Busy[ModeKernel] += d
-	if c.curr != nil && c.curr.chargeEv != nil {
-		c.curr.stretch(d)
-		return
+	c.Busy[ModeIRQ] += d
+	if c.inIRQ {
+		c.irqSpent += d
 	}
-	if c.irqBusyUntil < c.e.now {
-		c.irqBusyUntil = c.e.now
+	c.irqBusyUntil = max(c.irqBusyUntil, c.e.now) + d
+	if t := c.curr; t != nil {
+		switch {
+		case t.chargeEv != nil:
+			t.stretch(d)
+		case t.dispatchEv != nil && !t.dispatchEv.cancelled:
+			c.e.reschedule(t.dispatchEv, t.dispatchEv.at+d)
+		}
 	}
-	c.irqBusyUntil += d
 }
 
+// inIRQWork reports whether interrupt work charged earlier is still running.
+func (c *CPU) inIRQWork() bool { return c.irqBusyUntil > c.e.now }
+
+// ---- scheduling ----
+
 // enqueue makes t runnable here, dispatching it at once on an idle CPU.
+// Real-time threads (the watchdog) go ahead of other runnable tasks.
 func (c *CPU) enqueue(t *Task) {
-	if c.curr == nil {
+	if c.curr == nil && c.deferred == nil {
 		c.switchIn(t)
 		return
 	}
-	c.runq = append(c.runq, t)
+	if t.rt {
+		i := 0
+		for i < len(c.runq) && c.runq[i].rt {
+			i++
+		}
+		c.runq = append(c.runq, nil)
+		copy(c.runq[i+1:], c.runq[i:])
+		c.runq[i] = t
+	} else {
+		c.runq = append(c.runq, t)
+	}
 	c.needResched = true
-	if c.curr.Preemptible() && c.e.cfg.Preempt == PreemptFull {
+	if c.curr != nil && c.curr.Preemptible() && c.e.cfg.Preempt == PreemptFull {
 		c.preempt()
 	}
 	c.ensureTick()
 }
 
-// switchIn gives the CPU to t after the cost of a context switch.
+// switchIn gives the CPU to t after the cost of a context switch; woken from
+// an interrupt, the switch happens when the interrupt returns.
 func (c *CPU) switchIn(t *Task) {
-	c.curr = t
 	t.state = taskRunning
 	if c.inIRQ {
-		// Woken from interrupt context on an idle CPU: the switch itself
-		// happens after the interrupt returns.
-		c.e.At(c.e.now, c.noteSwitch)
-	} else {
-		c.noteSwitch()
+		c.deferred = t
+		return
 	}
-	start := c.e.now
-	if c.irqBusyUntil > start {
-		start = c.irqBusyUntil
-	}
-	start += c.e.Jitter(c.e.cfg.ContextSwitch)
-	c.Busy[ModeKernel] += start - c.e.now
+	c.curr = t
+	c.noteSwitch()
+	start := max(c.e.now, c.irqBusyUntil)
+	sw := c.e.Jitter(c.e.cfg.ContextSwitch)
+	c.Busy[ModeKernel] += sw
+	start += sw
 	if t.remaining > 0 { // preempted in the middle of a charge
 		t.chargeEnd = start + t.remaining
 		t.remaining = 0
 		t.chargeEv = c.e.At(t.chargeEnd, t.endFn)
 	} else {
-		c.e.At(start, t.dispatch)
+		t.dispatchEv = c.e.At(start, t.dispatchFn)
 	}
 	c.ensureTick()
 }
@@ -140,9 +178,6 @@ func (c *CPU) switchOut(t *Task) {
 	}
 	c.needResched = false
 	c.noteSwitch()
-	if c.softirq != 0 {
-		c.scheduleKsoftirqd()
-	}
 	c.ensureTick()
 }
 
@@ -170,7 +205,36 @@ func (c *CPU) preempt() {
 	c.runq = append(c.runq, t)
 }
 
-// ---- ticks, timers and softirqs ----
+// ---- interrupts and the tick ----
+
+// irqEnter starts interrupt work on the CPU.
+func (c *CPU) irqEnter() {
+	c.inIRQ = true
+	c.irqSpent = 0
+	c.irqBase = max(c.e.now, c.irqBusyUntil)
+}
+
+// irqExit runs pending softirqs, then makes the switch to a task woken
+// meanwhile, and honours a pending reschedule where the model preempts. An
+// interrupt that arrived while earlier interrupt work was still running
+// (nested: in_interrupt()) leaves its softirqs to that work, which picks
+// them up when it gets to them (resumeSoftirqs).
+func (c *CPU) irqExit(nested bool) {
+	if !nested {
+		c.runSoftirqsAtIRQExit()
+	} else if c.softirq != 0 && c.softCtx == softirqNone && c.irqResume == nil {
+		c.irqResume = c.e.At(c.irqBusyUntil, c.resumeSoftirqs)
+	}
+	c.inIRQ = false
+	if t := c.deferred; t != nil {
+		c.deferred = nil
+		c.switchIn(t)
+	}
+	if c.needResched && c.curr != nil && c.curr.Preemptible() {
+		c.preempt()
+	}
+	c.ensureTick()
+}
 
 // ensureTick (re)arms the CPU's tick: every jiffy while the CPU is busy or a
 // hook needs it; otherwise only at the next timer (NO_HZ idle).
@@ -179,11 +243,8 @@ func (c *CPU) ensureTick() {
 	want := Time(-1)
 	if !c.Idle() || c.hooksNeedTick() {
 		want = next
-	} else if exp, ok := c.timers.earliest(); ok {
-		want = c.e.JiffyStart(exp)
-		if want < next {
-			want = next
-		}
+	} else if fire, ok := c.timers.earliest(); ok {
+		want = max(c.e.JiffyStart(fire), next)
 	}
 	if c.tickEv != nil && !c.tickEv.cancelled {
 		if want >= 0 && want < c.tickAt {
@@ -221,147 +282,30 @@ func (c *CPU) tick() {
 	c.tickEv = nil
 	c.e.stats.Ticks++
 	mode := c.Mode()
-	c.inIRQ = true
+	nested := c.inIRQWork()
+	if nested {
+		mode = ModeIRQ // it interrupted interrupt work, not the task or idle
+	}
+	c.irqEnter()
 	c.Steal(c.e.cfg.TickCost)
 	for _, h := range c.e.hooks {
 		h.Tick(c, mode)
 	}
-	if exp, ok := c.timers.earliest(); ok && exp <= c.e.Jiffies() {
+	if fire, ok := c.timers.earliest(); ok && fire <= c.e.Jiffies() {
 		c.softirq |= 1 << SoftirqTimer
 	}
 	c.checkLockup()
-	c.runSoftirqs()
-	c.inIRQ = false
-	if c.needResched && c.curr != nil && c.curr.Preemptible() {
-		c.preempt()
-	}
-	c.ensureTick()
+	c.irqExit(nested)
 }
 
-// checkLockup is the soft-lockup detector: a CPU that ran one task in
-// kernel mode without a context switch (not even to its watchdog thread)
-// for the threshold.
-func (c *CPU) checkLockup() {
-	t := c.curr
-	if t == nil || t.mode != ModeKernel || c.e.cfg.Watchdog < 0 {
+// resumeSoftirqs runs softirqs raised while the CPU was busy with earlier
+// interrupt work, once that work is done.
+func (c *CPU) resumeSoftirqs() {
+	c.irqResume = nil
+	if c.inIRQWork() {
+		c.irqResume = c.e.At(c.irqBusyUntil, c.resumeSoftirqs)
 		return
 	}
-	if stuck := c.e.now - c.lastSwitch; stuck >= c.e.cfg.Watchdog {
-		err := &LockupError{CPU: c.ID, Task: t.Name, Stuck: stuck, At: c.e.now}
-		c.e.Printk("BUG: soft lockup - CPU#%d stuck for %ds! [%s:%d]", c.ID, int64(stuck/Second), t.Name, t.PID)
-		c.e.Stop(err)
-	}
-}
-
-// RegisterSoftirq installs the handler of softirq nr.
-func (e *Engine) RegisterSoftirq(nr int, fn func(*CPU)) { e.softirqs[nr] = fn }
-
-// RaiseSoftirq marks softirq nr pending on the CPU. Raised from interrupt
-// context it runs at irq exit; otherwise at once on an idle CPU (ksoftirqd)
-// or at the next interrupt exit on a busy one.
-func (c *CPU) RaiseSoftirq(nr int) {
-	c.softirq |= 1 << nr
-	if !c.inIRQ && c.curr == nil {
-		c.scheduleKsoftirqd()
-	}
-}
-
-func (c *CPU) scheduleKsoftirqd() {
-	if c.ksoftEv != nil && !c.ksoftEv.cancelled {
-		return
-	}
-	c.ksoftEv = c.e.At(c.e.now, func() {
-		c.ksoftEv = nil
-		c.inIRQ = true
-		c.runSoftirqs()
-		c.inIRQ = false
-		c.ensureTick()
-	})
-}
-
-func (c *CPU) runSoftirqs() {
-	for rounds := 0; c.softirq != 0 && rounds < 10; rounds++ {
-		pending := c.softirq
-		c.softirq = 0
-		for nr := 0; nr < nrSoftirqs; nr++ {
-			if pending&(1<<nr) == 0 {
-				continue
-			}
-			if nr == SoftirqTimer {
-				c.runTimers()
-			} else if fn := c.e.softirqs[nr]; fn != nil {
-				fn(c)
-			}
-		}
-	}
-}
-
-// Timer is a pending timer; Cancel removes it.
-type Timer struct {
-	expire int64
-	seq    uint64
-	fn     func()
-	index  int
-	q      *timerQueue
-}
-
-// Cancel deletes the timer if it has not fired.
-func (tm *Timer) Cancel() {
-	if tm != nil && tm.index >= 0 {
-		heap.Remove(tm.q, tm.index)
-	}
-}
-
-// AddTimer arms a timer on the CPU that fires in the tick at which jiffies
-// reaches expire (in the timer softirq), like add_timer.
-func (c *CPU) AddTimer(expire int64, fn func()) *Timer { return c.addTimer(expire, fn) }
-
-func (c *CPU) addTimer(expire int64, fn func()) *Timer {
-	c.e.seq++
-	tm := &Timer{expire: expire, seq: c.e.seq, fn: fn, q: c.timers}
-	heap.Push(c.timers, tm)
-	c.ensureTick()
-	return tm
-}
-
-func (c *CPU) runTimers() {
-	j := c.e.Jiffies()
-	for {
-		exp, ok := c.timers.earliest()
-		if !ok || exp > j {
-			return
-		}
-		tm := heap.Pop(c.timers).(*Timer)
-		tm.fn()
-	}
-}
-
-type timerQueue []*Timer
-
-func newTimerQueue() *timerQueue { return &timerQueue{} }
-
-func (q timerQueue) Len() int { return len(q) }
-func (q timerQueue) Less(i, j int) bool {
-	if q[i].expire != q[j].expire {
-		return q[i].expire < q[j].expire
-	}
-	return q[i].seq < q[j].seq
-}
-func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
-func (q *timerQueue) Push(x any)   { tm := x.(*Timer); tm.index = len(*q); *q = append(*q, tm) }
-func (q *timerQueue) Pop() any {
-	old := *q
-	n := len(old)
-	tm := old[n-1]
-	old[n-1] = nil
-	tm.index = -1
-	*q = old[:n-1]
-	return tm
-}
-
-func (q *timerQueue) earliest() (int64, bool) {
-	if len(*q) == 0 {
-		return 0, false
-	}
-	return (*q)[0].expire, true
+	c.irqEnter()
+	c.irqExit(false)
 }

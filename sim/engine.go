@@ -98,10 +98,22 @@ type Config struct {
 	CPUs    int     // number of CPUs
 	Preempt Preempt // preemption model
 	Seed    uint64  // seed of the run's only random source
-	// Watchdog is the soft-lockup threshold (the kernel's 2*watchdog_thresh,
-	// 20 s by default). Zero means 20 s; negative disables the detector
-	// (and its per-CPU thread).
+	// Watchdog is the soft-lockup threshold. Zero means DefaultWatchdog;
+	// negative disables the detector (and its per-CPU thread).
 	Watchdog Time
+	// WatchdogKick is how often the per-CPU watchdog thread is woken to
+	// prove that its CPU can schedule (see watchdog.go). Zero means
+	// Watchdog/5, the modern detector's period.
+	WatchdogKick Time
+	// Timers is the timer wheel of the kernel line: when a timer armed for
+	// jiffy E fires (see timer.go).
+	Timers TimerWheel
+	// MsleepExact: msleep(ms) sleeps msecs_to_jiffies(ms) jiffies (6.13+);
+	// otherwise one jiffy more, as older kernels did.
+	MsleepExact bool
+	// Softirq bounds one __do_softirq run before the rest is left to
+	// ksoftirqd (see softirq.go).
+	Softirq SoftirqLimits
 	// Jitter is the relative spread of charged costs: a charge of d costs a
 	// uniform amount in [d*(1-Jitter), d*(1+Jitter)]. Zero means exact.
 	Jitter float64
@@ -121,13 +133,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("unknown preemption model %d", c.Preempt)
 	case c.Watchdog > 0 && c.Watchdog < 10*Millisecond:
 		return fmt.Errorf("watchdog threshold %v is too short (at least 10ms, or negative for none)", c.Watchdog)
+	case c.WatchdogKick < 0 || (c.Watchdog > 0 && c.WatchdogKick > c.Watchdog):
+		return fmt.Errorf("watchdog kick period %v must be between 0 and the threshold %v", c.WatchdogKick, c.Watchdog)
+	case c.Timers != TimerCascade && c.Timers != TimerLevels:
+		return fmt.Errorf("unknown timer wheel %d", c.Timers)
+	case c.Softirq.MaxRestart < 0 || c.Softirq.MaxTime < 0:
+		return fmt.Errorf("softirq limits must not be negative")
 	case c.Jitter < 0 || c.Jitter >= 1:
 		return fmt.Errorf("jitter must be in [0, 1), got %g", c.Jitter)
 	}
 	return nil
 }
 
-// DefaultWatchdog is the kernel's soft-lockup threshold: 2 * watchdog_thresh.
+// DefaultWatchdog is the modern soft-lockup threshold: 2 * watchdog_thresh.
 const DefaultWatchdog = 20 * Second
 
 // Engine runs one simulation.
@@ -187,6 +205,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Watchdog == 0 {
 		cfg.Watchdog = DefaultWatchdog
 	}
+	if cfg.WatchdogKick == 0 && cfg.Watchdog > 0 {
+		cfg.WatchdogKick = cfg.Watchdog / 5
+	}
+	if cfg.Softirq.MaxRestart == 0 {
+		cfg.Softirq.MaxRestart = DefaultSoftirqRestart
+	}
 	e := &Engine{
 		cfg:    cfg,
 		period: Time(int64(Second) / int64(cfg.HZ)),
@@ -199,23 +223,9 @@ func New(cfg Config) (*Engine, error) {
 		e.cpus = append(e.cpus, c)
 	}
 	if cfg.Watchdog > 0 {
-		for i := range cfg.CPUs {
-			e.Go(fmt.Sprintf("watchdog/%d", i), i, true, watchdogThread)
-		}
+		e.startWatchdogs()
 	}
 	return e, nil
-}
-
-// watchdogThread is the per-CPU soft-lockup watchdog thread. Woken every
-// fifth of the threshold (the kernel's watchdog_thresh*2/5 for a threshold
-// of 2*watchdog_thresh), it gets the CPU only at a preemption point of
-// whatever runs there (at once under full preemption, at cond_resched()
-// otherwise); its context switch is what proves the CPU is not stuck.
-func watchdogThread(t *Task) {
-	period := t.e.cfg.Watchdog / 5
-	for {
-		t.Nanosleep(period)
-	}
 }
 
 // Config returns the machine description.
@@ -232,6 +242,9 @@ func (e *Engine) Jiffies() int64 { return int64(e.now / e.period) }
 
 // JiffyStart returns the time at which jiffy j begins.
 func (e *Engine) JiffyStart(j int64) Time { return Time(j) * e.period }
+
+// JiffiesAt returns the jiffies count at time t.
+func (e *Engine) JiffiesAt(t Time) int64 { return int64(t / e.period) }
 
 // MsecsToJiffies rounds ms up to jiffies, as msecs_to_jiffies does.
 func (e *Engine) MsecsToJiffies(ms int64) int64 {
@@ -359,19 +372,6 @@ func (e *Engine) nextEventAt() Time {
 
 // ErrStopped is wrapped by the error Run returns when Stop was called.
 var ErrStopped = errors.New("simulation stopped")
-
-// LockupError is the soft-lockup watchdog's report.
-type LockupError struct {
-	CPU   int
-	Task  string
-	Stuck Time // how long the CPU ran in kernel mode without a switch
-	At    Time
-}
-
-func (e *LockupError) Error() string {
-	return fmt.Sprintf("BUG: soft lockup - CPU#%d stuck for %ds! [%s] (at %v virtual)",
-		e.CPU, int64(e.Stuck/Second), e.Task, e.At)
-}
 
 // SetInterrupt installs a poll that can stop a run from outside the model
 // (for example on SIGINT). It is consulted every few thousand events, so it

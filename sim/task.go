@@ -10,10 +10,13 @@ const (
 	ModeIdle Mode = iota
 	ModeUser
 	ModeKernel
+	// ModeIRQ is interrupt work (the tick, softirqs at interrupt exit).
+	ModeIRQ
+	numModes
 )
 
 func (m Mode) String() string {
-	return [...]string{"idle", "user", "kernel"}[m]
+	return [...]string{"idle", "user", "kernel", "irq"}[m]
 }
 
 type taskState int
@@ -35,6 +38,8 @@ type Task struct {
 	fn      func(*Task)
 	daemon  bool
 	unbound bool
+	// rt: a real-time thread (the watchdog), queued ahead of others.
+	rt      bool
 	state   taskState
 	mode    Mode
 	started bool
@@ -49,6 +54,9 @@ type Task struct {
 	chargeEnd Time
 	remaining Time
 	endFn     func() // endCharge as a value, allocated once
+	// dispatchEv hands the CPU to the task once its switch-in is paid.
+	dispatchEv *Event
+	dispatchFn func()
 	// sleepGen counts the task's sleeps; a waker registered for one sleep
 	// cannot wake a later one.
 	sleepGen uint64
@@ -66,6 +74,7 @@ func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
 	t := &Task{e: e, cpu: e.cpus[cpu], Name: name, PID: 100 + e.nextTask, fn: fn,
 		daemon: daemon, mode: ModeKernel, resume: make(chan struct{}), state: taskBlocked}
 	t.endFn = t.endCharge
+	t.dispatchFn = t.dispatch
 	e.tasks = append(e.tasks, t)
 	if !daemon {
 		e.live++
@@ -152,6 +161,7 @@ func (t *Task) finish() {
 
 // dispatch hands the baton to t and waits for it to give it back.
 func (t *Task) dispatch() {
+	t.dispatchEv = nil
 	if !t.started {
 		t.start()
 	}
@@ -317,8 +327,8 @@ func (t *Task) MightSleep() {
 	}
 }
 
-// ScheduleTimeout sleeps for n jiffies: the task wakes in the tick at which
-// jiffies reaches jiffies+n (schedule_timeout_uninterruptible(n)).
+// ScheduleTimeout sleeps for n jiffies (schedule_timeout_uninterruptible):
+// a timer armed for jiffies+n wakes it, in the tick the timer wheel assigns.
 func (t *Task) ScheduleTimeout(n int64) {
 	if n <= 0 {
 		t.CondResched()
@@ -326,7 +336,7 @@ func (t *Task) ScheduleTimeout(n int64) {
 	}
 	expire := t.e.Jiffies() + n
 	gen := t.prepareSleep()
-	t.cpu.addTimer(expire, func() { t.wakeIf(gen) })
+	t.cpu.AddTimer(expire, func() { t.wakeIf(gen) })
 	t.block()
 }
 
@@ -340,107 +350,14 @@ func (t *Task) Nanosleep(d Time) {
 	t.block()
 }
 
-// Msleep sleeps at least ms milliseconds: msecs_to_jiffies(ms)+1 jiffies,
-// as the kernel's msleep does (the +1 guarantees the full duration).
+// Msleep sleeps at least ms milliseconds: a timeout of msecs_to_jiffies(ms)
+// jiffies, plus one in kernels before 6.13, whose msleep added it to
+// guarantee the full duration on the cascading wheel (Config.MsleepExact).
+// When the timeout fires depends on the timer wheel (TimerWheel).
 func (t *Task) Msleep(ms int64) {
-	t.ScheduleTimeout(t.e.MsecsToJiffies(ms) + 1)
-}
-
-// ---- wait queues and completions ----
-
-// WaitQueue holds tasks waiting for a condition.
-type WaitQueue struct {
-	waiters []waiter
-}
-
-type waiter struct {
-	t   *Task
-	gen uint64
-}
-
-// Wait blocks t until cond() holds; cond is re-checked after every wake-up.
-func (q *WaitQueue) Wait(t *Task, cond func() bool) {
-	for !cond() {
-		q.waiters = append(q.waiters, waiter{t, t.prepareSleep()})
-		t.block()
+	n := t.e.MsecsToJiffies(ms)
+	if !t.e.cfg.MsleepExact {
+		n++
 	}
+	t.ScheduleTimeout(n)
 }
-
-// WaitTimeout blocks t until cond() holds or n jiffies have passed (the tick
-// at jiffies+n), like wait_event_timeout. It reports whether cond holds.
-func (q *WaitQueue) WaitTimeout(t *Task, cond func() bool, n int64) bool {
-	if cond() {
-		return true
-	}
-	expired := false
-	expire := t.e.Jiffies() + n
-	for !cond() && !expired {
-		gen := t.prepareSleep()
-		q.waiters = append(q.waiters, waiter{t, gen})
-		tm := t.cpu.addTimer(expire, func() { expired = true; t.wakeIf(gen) })
-		t.block()
-		tm.Cancel()
-	}
-	return cond()
-}
-
-// WakeAll makes every waiter runnable (they re-check their condition).
-func (q *WaitQueue) WakeAll() {
-	w := q.waiters
-	q.waiters = nil
-	for _, x := range w {
-		x.t.wakeIf(x.gen)
-	}
-}
-
-// Len returns the number of waiting tasks.
-func (q *WaitQueue) Len() int { return len(q.waiters) }
-
-// Completion is the kernel's struct completion.
-type Completion struct {
-	done int
-	wq   WaitQueue
-}
-
-// Wait blocks t until Complete has been called (consuming one completion).
-func (c *Completion) Wait(t *Task) {
-	c.wq.Wait(t, func() bool { return c.done > 0 })
-	c.done--
-}
-
-// Complete wakes one waiter (or lets the next Wait return at once).
-func (c *Completion) Complete() {
-	c.done++
-	c.wq.WakeAll()
-}
-
-// Done reports whether a completion is pending.
-func (c *Completion) Done() bool { return c.done > 0 }
-
-// Mutex is a sleeping lock (struct mutex) in virtual time.
-type Mutex struct {
-	owner *Task
-	wq    WaitQueue
-}
-
-// Lock acquires the mutex, sleeping while another task holds it.
-func (m *Mutex) Lock(t *Task) {
-	t.MightSleep()
-	if m.owner == t {
-		panic("sim: recursive Mutex.Lock by task " + t.Name)
-	}
-	m.wq.Wait(t, func() bool { return m.owner == nil })
-	m.owner = t
-}
-
-// Unlock releases the mutex.
-func (m *Mutex) Unlock(t *Task) {
-	if m.owner != t {
-		panic("sim: Mutex.Unlock by a task that does not hold it: " + t.Name)
-	}
-	m.owner = nil
-	m.wq.WakeAll()
-}
-
-// Held reports whether the mutex is held (rtnl_is_locked).
-func (m *Mutex) Held() bool { return m.owner != nil }
