@@ -31,15 +31,12 @@ func ParseTemplate(s string) (Template, error) {
 // ParseCount parses the N of "add N": a strictly decimal integer in
 // [1, MaxCount], with no sign, no spaces and no trailing junk.
 func ParseCount(s string) (int, error) {
-	n, err := parseUint(s, "count")
+	n, err := parseUint(s, "count", MaxCount)
 	if err != nil {
 		return 0, err
 	}
 	if n == 0 {
 		return 0, Usagef("count must be at least 1, got %q", s)
-	}
-	if n > MaxCount {
-		return 0, Usagef("count %s is too large; at most %d devices per command", s, MaxCount)
 	}
 	return int(n), nil
 }
@@ -47,11 +44,11 @@ func ParseCount(s string) (int, error) {
 // ParseRange parses "START STOP" of del: two ifindexes, 1 <= START <= STOP
 // <= 2^31-1.
 func ParseRange(start, stop string) (int, int, error) {
-	a, err := parseUint(start, "start ifindex")
+	a, err := parseUint(start, "start ifindex", 1<<31-1)
 	if err != nil {
 		return 0, 0, err
 	}
-	b, err := parseUint(stop, "stop ifindex")
+	b, err := parseUint(stop, "stop ifindex", 1<<31-1)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -64,7 +61,9 @@ func ParseRange(start, stop string) (int, int, error) {
 	return int(a), int(b), nil
 }
 
-func parseUint(s, what string) (uint64, error) {
+// parseUint parses a strictly decimal number; one above limit, however many
+// digits it has, is a usage error that names limit.
+func parseUint(s, what string, limit uint64) (uint64, error) {
 	if s == "" {
 		return 0, Usagef("%s is empty", what)
 	}
@@ -77,8 +76,8 @@ func parseUint(s, what string) (uint64, error) {
 		}
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n > 1<<31-1 {
-		return 0, Usagef("%s %s is out of range (at most %d)", what, s, 1<<31-1)
+	if err != nil || n > limit {
+		return 0, Usagef("%s %s is too large; at most %d", what, s, limit)
 	}
 	return n, nil
 }

@@ -24,8 +24,8 @@ func TestParseCount(t *testing.T) {
 		{"0x10", 0, "not a decimal"},
 		{"", 0, "empty"},
 		{"16777217", 0, "too large"},
-		{"99999999999", 0, "out of range"},
-		{"99999999999999999999999", 0, "out of range"},
+		{"99999999999", 0, "at most 16777216"},
+		{"99999999999999999999999", 0, "at most 16777216"},
 	}
 	for _, tc := range tests {
 		got, err := ParseCount(tc.in)
@@ -52,7 +52,7 @@ func TestParseRange(t *testing.T) {
 		{"5", "1", 0, 0, "reversed"},
 		{"0", "3", 0, 0, "at least 1"},
 		{"1", "-2", 0, 0, "negative"},
-		{"1", "2147483648", 0, 0, "out of range"},
+		{"1", "2147483648", 0, 0, "at most 2147483647"},
 		{"1", "2147483647", 1, 1<<31 - 1, ""},
 		{"a", "2", 0, 0, "not a decimal"},
 	}

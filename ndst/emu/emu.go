@@ -107,8 +107,13 @@ func resolve(c Config) (*resolved, error) {
 		c.RCU = "tree"
 	case "tiny":
 		flavor = rcu.Tiny
-		if c.CPUs != 1 || pre == sim.PreemptFull || p.PreemptibleRCU {
-			return nil, ndst.Usagef("--rcu tiny needs --cpus 1, a non-preemptible RCU (not --preempt full) and a profile without PREEMPT_RCU (not %s)", p.Name)
+		switch {
+		case c.CPUs != 1:
+			return nil, ndst.Usagef("--rcu tiny runs on one CPU only, not --cpus %d; use --cpus 1 or --rcu tree", c.CPUs)
+		case pre == sim.PreemptFull:
+			return nil, ndst.Usagef("--rcu tiny is not preemptible, so it cannot run --preempt full; use --rcu tree")
+		case p.PreemptibleRCU:
+			return nil, ndst.Usagef("--rcu tiny is not preemptible, and profile %s has preemptible RCU; use --rcu tree or another --profile", p.Name)
 		}
 	default:
 		return nil, ndst.Usagef("unknown RCU flavour %q (want tree or tiny)", c.RCU)
