@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
@@ -28,12 +27,6 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 			return c, ndst.Usagef("--costs: %v", err) // a bad flag value
 		}
 		c.Costs = t
-	}
-	if g.verbose > 0 {
-		log := g.logger()
-		c.Printk = func(at time.Duration, msg string) {
-			log.Info(msg, zap.String("virtual", fmt.Sprintf("%.6f", at.Seconds())))
-		}
 	}
 	return c, nil
 }
@@ -70,12 +63,12 @@ func (g *globalOptions) nlOptions() nlbackend.Options {
 	}
 }
 
-// logger returns the zap logger for -v output on stderr.
+// logger returns the zap logger for the -vv debug log on stderr.
 func (g *globalOptions) logger() *zap.Logger {
 	if g.log != nil {
 		return g.log
 	}
-	if g.verbose == 0 {
+	if g.verbose < 2 {
 		g.log = zap.NewNop()
 		return g.log
 	}

@@ -7,16 +7,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/waitrefs"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 func init() { subcommands = append(subcommands, newBenchCmd) }
@@ -215,9 +211,10 @@ func runBench(g *globalOptions, o *benchOptions) error {
 	if err := o.checkOutputs(); err != nil {
 		return err
 	}
-	prog, done := newProgress(g.stderr)
-	rep, err := bench.Run(ctx, s, prog)
-	done()
+	p := g.startProgress(fmt.Sprintf("bench: %d cells × %d runs", s.NumCells(), s.Runs))
+	p.set(0, s.NumCells()*s.Runs)
+	rep, err := bench.Run(ctx, s, p.set)
+	p.stop()
 	if err != nil {
 		return err
 	}
@@ -269,44 +266,4 @@ func writeOutput(stdout io.Writer, path string, write func(io.Writer) error) err
 		return write(stdout)
 	}
 	return bench.WriteFile(path, write)
-}
-
-// progressDelay is how long a bench runs before a progress bar appears.
-const progressDelay = time.Second
-
-// newProgress returns a progress callback that draws a bar on stderr once the
-// bench has run for progressDelay, only when stderr is a terminal; and a
-// function that clears it.
-func newProgress(stderr io.Writer) (bench.Progress, func()) {
-	f, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil, func() {}
-	}
-	start := time.Now()
-	var (
-		mu  sync.Mutex
-		bar *progressbar.ProgressBar
-	)
-	prog := func(done, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if bar == nil {
-			if time.Since(start) < progressDelay || done == total {
-				return
-			}
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(f),
-				progressbar.OptionSetDescription("bench"), progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
-				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionFullWidth())
-		}
-		_ = bar.Set(done)
-	}
-	return prog, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if bar != nil {
-			_ = bar.Finish()
-			_ = bar.Clear()
-		}
-	}
 }

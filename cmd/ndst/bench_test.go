@@ -18,7 +18,7 @@ var benchWallRE = regexp.MustCompile(`"(wall_ns|wall_mean_ns|add_wall_mean_ns|ad
 func maskBenchWall(s string) string { return benchWallRE.ReplaceAllString(s, `"$1": 0`) }
 
 func TestBenchGoldenTable(t *testing.T) {
-	out, errOut, code := ndstRun(t, tempState(t), benchArgs...)
+	out, errOut, code := ndstRunArgs(benchArgs...)
 	if code != 0 {
 		t.Fatalf("ndst %v: exit %d, stderr %q", benchArgs, code, errOut)
 	}
@@ -27,7 +27,7 @@ func TestBenchGoldenTable(t *testing.T) {
 
 func TestBenchGoldenJSON(t *testing.T) {
 	args := append([]string{"--json"}, benchArgs...)
-	out, errOut, code := ndstRun(t, tempState(t), args...)
+	out, errOut, code := ndstRunArgs(args...)
 	if code != 0 {
 		t.Fatalf("ndst %v: exit %d, stderr %q", args, code, errOut)
 	}
@@ -48,7 +48,7 @@ func TestBenchExports(t *testing.T) {
 	for f, p := range files {
 		args = append(args, f, p)
 	}
-	if _, errOut, code := ndstRun(t, tempState(t), args...); code != 0 {
+	if _, errOut, code := ndstRunArgs(args...); code != 0 {
 		t.Fatalf("ndst %v: exit %d, stderr %q", args, code, errOut)
 	}
 	want := map[string]string{"--export-json": `"results"`, "--export-csv": "backend,profile,strategy",
@@ -99,7 +99,7 @@ func TestBenchBadInput(t *testing.T) {
 		if os.Geteuid() == 0 && strings.Contains(tc.want, "cannot create") && strings.Contains(strings.Join(tc.args, " "), ro) {
 			continue // root writes into read-only directories
 		}
-		out, errOut, code := ndstRun(t, tempState(t), args...)
+		out, errOut, code := ndstRunArgs(args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
 			t.Errorf("ndst %v = exit %d, stdout %q, stderr %q; want exit 2, no output, an error containing %q",
 				args, code, out, errOut, tc.want)

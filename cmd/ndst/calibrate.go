@@ -46,10 +46,10 @@ predict. With -o FILE the cost table is written for --costs FILE.`,
 					fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
 				},
 			}
-			if g.verbose > 0 {
-				o.Progress = func(what string) { fmt.Fprintf(g.stderr, "ndst: measuring %s\n", what) }
-			}
+			p := g.startProgress("calibrate: measuring this host")
+			o.Progress = g.progressLines(p, "calibrate: measuring ")
 			rep, err := calibrate.Run(ctx, o)
+			p.stop()
 			if err != nil {
 				if ctx.Err() != nil {
 					return errors.New("calibration interrupted; nothing was saved")

@@ -67,7 +67,8 @@ Locking (--locking):
   split  one lock per namespace held only for the name/ifindex allocation
          and the hash tables; the per-device work runs outside it
 
-This is the fd-table seed's "opensock -t 16 -n 10000000 -l 10" for devices:
+The same experiment as a socket-table benchmark ("opensock -t 16 -n 10000000
+-l 10"), for devices:
   ndst churn -t 16 -n 100000 -l 10
   ndst churn -t 16 -n 100000 -l 10 --locking split`,
 		Args: exactArgs(0, "no arguments; use -t, -n and -l"),
@@ -89,7 +90,9 @@ This is the fd-table seed's "opensock -t 16 -n 10000000 -l 10" for devices:
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
+			p := g.startProgress(fmt.Sprintf("churn: %d threads creating and destroying devices for %v", c.Threads, c.Duration))
 			r, runErr := churn.Run(ctx, c)
+			p.stop()
 			if r == nil {
 				return runErr
 			}

@@ -8,7 +8,7 @@ import (
 
 func TestChurnJSON(t *testing.T) {
 	for _, locking := range []string{"rtnl", "netns", "split"} {
-		out, errOut, code := ndstRun(t, tempState(t), "churn", "-t", "2", "-n", "50", "-l", "0.05",
+		out, errOut, code := ndstRunArgs("churn", "-t", "2", "-n", "50", "-l", "0.05",
 			"--locking", locking, "--namespaces", "2", "--listers", "1", "--json")
 		if code != 0 {
 			t.Fatalf("churn --locking %s exit = %d, want 0; stderr %s", locking, code, errOut)
@@ -29,7 +29,7 @@ func TestChurnJSON(t *testing.T) {
 }
 
 func TestChurnText(t *testing.T) {
-	out, errOut, code := ndstRun(t, tempState(t), "churn", "-t", "2", "-n", "20", "-l", "0.03")
+	out, errOut, code := ndstRunArgs("churn", "-t", "2", "-n", "20", "-l", "0.03")
 	if code != 0 {
 		t.Fatalf("churn exit = %d, want 0; stderr %s", code, errOut)
 	}
@@ -56,7 +56,7 @@ func TestChurnUsage(t *testing.T) {
 		{"--backend", "netlink", "churn"},
 	}
 	for _, args := range tests {
-		out, errOut, code := ndstRun(t, tempState(t), args...)
+		out, errOut, code := ndstRunArgs(args...)
 		if code != 2 || out != "" || !strings.HasPrefix(errOut, "ndst: ") || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("ndst %s = exit %d, stdout %q, stderr %q; want exit 2, one-line error", strings.Join(args, " "), code, out, errOut)
 		}

@@ -68,6 +68,12 @@ func TestReproduce2009Defaults(t *testing.T) {
 		t.Fatalf("del 1 1000 = exit %d, stderr %q", code, errOut)
 	}
 	golden(t, "del1-1000.txt", maskWall(out))
+	if strings.Contains(out, "counters") || strings.Contains(out, "kernel log") {
+		t.Errorf("del 1 1000 without -v shows counters or a kernel log:\n%s", out)
+	}
+	ndstRun(t, state, "add", "1000")
+	out, _, _ = ndstRun(t, state, "-v", "del", "1", "1000")
+	golden(t, "del1-1000-v.txt", maskWall(out))
 }
 
 func TestJSONContract(t *testing.T) {
@@ -124,7 +130,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{[]string{"add", "0"}, 2, "at least 1"},
 		{[]string{"add", "-5"}, 2, "negative"},
 		{[]string{"add", "abc"}, 2, "not a decimal"},
-		{[]string{"add", "99999999999"}, 2, "out of range"},
+		{[]string{"add", "99999999999"}, 2, "at most 16777216"},
 		{[]string{"add", "12x"}, 2, "not a decimal"},
 		{[]string{"add"}, 2, "want one argument"},
 		{[]string{"del", "5", "1"}, 2, "reversed"},

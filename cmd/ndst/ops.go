@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,7 +34,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 func newAddCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "add N",
-		Short: "Create N devices (echo N > /proc/sys/net/ndst/add)",
+		Short: "Create N devices (the 2009 test module's echo N > /proc/sys/net/ndst/add)",
 		Args:  exactArgs(1, "one argument N, the number of devices to create"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := ndst.ParseCount(args[0])
@@ -44,7 +45,8 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return g.timed(true, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+			what := fmt.Sprintf("add: creating %d devices %s", n, g.where())
+			return g.timed(true, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
 				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.kind})
 			})
 		},
@@ -55,14 +57,19 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 	var oneByOne bool
 	cmd := &cobra.Command{
 		Use:   "del START STOP",
-		Short: "Delete the devices with START <= ifindex <= STOP (echo START STOP > /proc/sys/net/ndst/del)",
+		Short: "Delete the devices with START <= ifindex <= STOP (the 2009 test module's echo START STOP > /proc/sys/net/ndst/del)",
 		Args:  exactArgs(2, "two arguments, START and STOP ifindex"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start, stop, err := ndst.ParseRange(args[0], args[1])
 			if err != nil {
 				return err
 			}
-			return g.timed(false, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+			how := "as one batch"
+			if oneByOne {
+				how = "one by one"
+			}
+			what := fmt.Sprintf("del: deleting ifindex %d..%d %s %s", start, stop, how, g.where())
+			return g.timed(false, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
 				return b.Del(ctx, ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne})
 			})
 		},
@@ -87,12 +94,15 @@ func newListCmd(g *globalOptions) *cobra.Command {
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
+			p := g.startProgress("list: reading the devices " + g.where())
 			b, err := g.openBackend(ctx, false)
 			if err != nil {
+				p.stop()
 				return err
 			}
 			defer b.Close()
 			devs, err := b.List(ctx, ndst.ListRequest{PageSize: page, Naive: reader == "naive"})
+			p.stop()
 			if err != nil {
 				return err
 			}
@@ -106,15 +116,20 @@ func newListCmd(g *globalOptions) *cobra.Command {
 
 // timed opens the backend, runs op, prints its result and maps failures to
 // exit codes.
-func (g *globalOptions) timed(creates bool, op func(context.Context, ndst.Backend) (*ndst.Result, error)) error {
+//
+// what says what the command is doing, for the progress line.
+func (g *globalOptions) timed(creates bool, what string, op func(context.Context, ndst.Backend) (*ndst.Result, error)) error {
 	ctx, cancel := signalContext()
 	defer cancel()
+	p := g.startProgress(what)
 	b, err := g.openBackend(ctx, creates)
 	if err != nil {
+		p.stop()
 		return err
 	}
 	defer b.Close()
 	res, err := op(ctx, b)
+	p.stop()
 	if res == nil {
 		if errors.Is(err, context.Canceled) {
 			return errors.New("interrupted; nothing was changed")
@@ -128,4 +143,12 @@ func (g *globalOptions) timed(creates bool, op func(context.Context, ndst.Backen
 		return &failedError{err}
 	}
 	return nil
+}
+
+// where names the backend for progress lines.
+func (g *globalOptions) where() string {
+	if g.backend == "netlink" {
+		return "on the real kernel (namespace " + g.netns + ")"
+	}
+	return "on the emulated kernel"
 }

@@ -41,6 +41,13 @@ type globalOptions struct {
 
 	waitLock time.Duration
 
+	// counters prints the raw counters of a timed command (also -v).
+	counters bool
+
+	// parsed is set once the command line has parsed and the flags hold
+	// their values.
+	parsed bool
+
 	log *zap.Logger
 }
 
@@ -48,7 +55,8 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&g.backend, "backend", "sim", "backend: sim (embedded emulated kernel) or netlink (real kernel)")
 	f.BoolVar(&g.json, "json", false, "print one JSON object per command")
-	f.CountVarP(&g.verbose, "verbose", "v", "log kernel messages (-v) and model events (-vv) to stderr")
+	f.CountVarP(&g.verbose, "verbose", "v", "print the counters and the kernel log with each result (-vv: also the backend's debug log on stderr)")
+	f.BoolVar(&g.counters, "counters", false, "print the raw counters with each result (as -v does)")
 	f.StringVar(&g.template, "name", "dummy%d", "name template with exactly one %d (at most 15 bytes)")
 
 	f.StringVar(&g.strategy, "strategy", "", "netdev_wait_allrefs strategy: msleep250, tick, expedited, ben, barrier, backoff, wake (default: the profile's)")
@@ -87,5 +95,5 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	if g.waitLock < 0 {
 		return ndst.Usagef("--wait-lock must not be negative")
 	}
-	return nil
+	return g.checkApplicable(cmd)
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/ndst"
@@ -19,7 +21,7 @@ func (g *globalOptions) printResult(r *ndst.Result) error {
 	if g.json {
 		return writeJSON(g.stdout, r)
 	}
-	return writeResultText(g.stdout, r)
+	return writeResultText(g.stdout, r, textDetail{counters: g.verbose > 0 || g.counters, kernelLog: g.verbose > 0})
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -29,9 +31,15 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // writeResultText prints what the time(1) user expects first (the times),
-// then the distribution and the counters that explain them.
-func writeResultText(w io.Writer, r *ndst.Result) error {
+// then the distribution, the emulated kernel's own explanation and the
+// outcome. The raw counters and the kernel log follow only when asked for
+// (v.counters, v.kernelLog); a kernel log that is not shown is mentioned.
+func writeResultText(w io.Writer, r *ndst.Result, v textDetail) error {
 	var b strings.Builder
+	where := "on the real kernel (--backend netlink)"
+	if r.Backend == "sim" {
+		where = "on the emulated kernel (--backend sim)"
+	}
 	what := "created"
 	if r.Op == "del" {
 		what = "deleted"
@@ -42,62 +50,114 @@ func writeResultText(w io.Writer, r *ndst.Result) error {
 		}
 	}
 	if r.Result == ndst.ResultOK || r.Backend != "sim" {
-		fmt.Fprintf(&b, "%s: %d devices %s on the %s backend", r.Op, r.Count, what, r.Backend)
+		fmt.Fprintf(&b, "%s: %s %s %s", r.Op, plural(r.Count, "device"), what, where)
 	} else {
-		fmt.Fprintf(&b, "%s: stopped (%s) on the %s backend; nothing was changed", r.Op, r.Result, r.Backend)
+		fmt.Fprintf(&b, "%s: stopped (%s) %s; nothing was changed", r.Op, r.Result, where)
 	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(&b, " (%d skipped)", r.Skipped)
 	}
 	b.WriteString("\n")
 	if r.Profile != nil {
-		fmt.Fprintf(&b, "kernel:  profile %s, strategy %s, HZ=%d, %d CPU(s), preempt %s, seed %d\n",
-			*r.Profile, deref(r.Strategy), derefInt(r.HZ), derefInt(r.CPUs), deref(r.Preempt), derefU64(r.Seed))
+		fmt.Fprintf(&b, "kernel:  profile %s, strategy %s, HZ=%d, %s, preempt %s, seed %d",
+			*r.Profile, deref(r.Strategy), derefInt(r.HZ), plural(derefInt(r.CPUs), "CPU"), deref(r.Preempt), derefU64(r.Seed))
+		if r.CostTable != nil {
+			fmt.Fprintf(&b, ", cost table %s", *r.CostTable)
+		}
+		b.WriteString("\n")
 	} else if r.HZ != nil || r.CPUs != nil {
-		fmt.Fprintf(&b, "host:    HZ=%s, %s CPU(s), preempt %s\n", optInt(r.HZ), optInt(r.CPUs), optStr(r.Preempt))
+		cpus := "? CPUs"
+		if r.CPUs != nil {
+			cpus = plural(*r.CPUs, "CPU")
+		}
+		fmt.Fprintf(&b, "host:    HZ=%s, %s, preempt %s\n", optInt(r.HZ), cpus, optStr(r.Preempt))
 	}
 	if r.Kind != "" {
 		fmt.Fprintf(&b, "kind:    %s\n", r.Kind)
 	}
 	if r.VirtualNS != nil {
-		fmt.Fprintf(&b, "virtual: %s   (what the emulated kernel takes)\n", fmtDur(*r.VirtualNS))
+		fmt.Fprintf(&b, "virtual: %-10s what the emulated kernel takes\n", fmtDur(*r.VirtualNS))
 	}
-	fmt.Fprintf(&b, "wall:    %s   (what ndst took)\n", fmtDur(r.WallNS))
+	fmt.Fprintf(&b, "wall:    %-10s what ndst took\n", fmtDur(r.WallNS))
 	if l := r.Latency; l != nil {
 		fmt.Fprintf(&b, "per device: min %s, median %s, p99 %s, max %s\n",
 			fmtDur(l.MinNS), fmtDur(l.MedianNS), fmtDur(l.P99NS), fmtDur(l.MaxNS))
 	}
-	if c := r.Counters; len(c) > 0 {
-		b.WriteString("counters:")
-		keys := slices.Sorted(maps.Keys(c))
-		for i, k := range keys {
-			if i%6 == 0 {
-				b.WriteString("\n ")
-			}
-			v := fmt.Sprint(c[k])
-			if strings.HasSuffix(k, "_ns") {
-				v = fmtDur(c[k])
-			}
-			fmt.Fprintf(&b, " %s=%s", k, v)
+	for i, l := range r.Explain {
+		label := "why:     "
+		if i > 0 {
+			label = "         "
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(&b, "%s%s\n", label, l)
 	}
-	if len(r.KernelLog) > 0 {
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note:    %s\n", n)
+	}
+	if v.counters && len(r.Counters) > 0 {
+		writeCounters(&b, r.Counters)
+	}
+	switch {
+	case len(r.KernelLog) == 0:
+	case v.kernelLog:
 		b.WriteString("kernel log:\n")
 		for _, l := range r.KernelLog {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
+	default:
+		fmt.Fprintf(&b, "kernel log: %s (-v prints them)\n", plural(len(r.KernelLog), "message"))
 	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	fmt.Fprintf(&b, "result: %s", r.Result)
+	fmt.Fprintf(&b, "result:  %s", r.Result)
 	if r.Error != "" {
 		fmt.Fprintf(&b, " (%s)", r.Error)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// textDetail says what a text result shows beyond its summary.
+type textDetail struct {
+	counters  bool // the raw counters (-v or --counters)
+	kernelLog bool // the kernel's messages (-v)
+}
+
+// writeCounters prints the counters three to a line, sorted by name, with
+// durations (names ending in _ns) as durations and counts as counts.
+func writeCounters(b *strings.Builder, c map[string]int64) {
+	const perLine = 3
+	keys := slices.Sorted(maps.Keys(c))
+	names, vals := make([]string, len(keys)), make([]string, len(keys))
+	nameW, valW := make([]int, perLine), make([]int, perLine)
+	for i, k := range keys {
+		names[i], vals[i] = k, strconv.FormatInt(c[k], 10)
+		if strings.HasSuffix(k, "_ns") {
+			names[i], vals[i] = strings.TrimSuffix(k, "_ns"), fmtDur(c[k])
+		}
+		col := i % perLine
+		nameW[col] = max(nameW[col], utf8.RuneCountInString(names[i]))
+		valW[col] = max(valW[col], utf8.RuneCountInString(vals[i]))
+	}
+	b.WriteString("counters:\n")
+	for i := range keys {
+		col := i % perLine
+		if col == 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(b, " %-*s %*s", nameW[col], names[i], valW[col], vals[i])
+		if col == perLine-1 || i == len(keys)-1 {
+			b.WriteString("\n")
+		} else {
+			b.WriteString("  ")
+		}
+	}
+}
+
+// plural is "1 device", "2 devices".
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // printList renders a device listing.

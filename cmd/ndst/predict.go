@@ -40,7 +40,10 @@ func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path string) erro
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	prog := g.startProgress("predict: running the emulated kernel with the guest's calibration")
+	s.Progress = g.progressLines(prog, "predict: ")
 	p, err := bench.Predict(ctx, s)
+	prog.stop()
 	if err != nil {
 		return err
 	}
@@ -110,8 +113,11 @@ what the emulated kernel predicts. Needs root.`,
 					return err
 				}
 				fmt.Fprintln(g.stderr, "ndst: no --costs given; calibrating this host first (ndst calibrate)")
+				p := g.startProgress("predict: calibrating this host")
 				rep, err := calibrate.Run(ctx, calibrate.Options{Kind: g.kind, KindExplicit: g.kindExplicit,
-					Notef: func(format string, args ...any) { fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...) }})
+					Notef:    func(format string, args ...any) { fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...) },
+					Progress: g.progressLines(p, "predict: calibrating: measuring ")})
+				p.stop()
 				if err != nil {
 					if ctx.Err() != nil {
 						return errors.New("calibration interrupted; nothing was run")
@@ -125,10 +131,10 @@ what the emulated kernel predicts. Needs root.`,
 					}
 				}
 			}
-			if g.verbose > 0 {
-				s.Progress = func(what string) { fmt.Fprintf(g.stderr, "ndst: %s\n", what) }
-			}
+			prog := g.startProgress("predict: measuring the real kernel and running the emulated one")
+			s.Progress = g.progressLines(prog, "predict: ")
 			p, err := bench.Predict(ctx, s)
+			prog.stop()
 			if err != nil {
 				if ctx.Err() != nil {
 					return errors.New("predict interrupted; the throwaway namespace was removed")

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
 	"github.com/ndst-project/ndst/statefile"
 	"github.com/spf13/cobra"
@@ -27,11 +28,14 @@ until its devices are gone. The host's root namespace is never touched.`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			if g.backend == "netlink" {
-				if err := nlbackend.Reset(ctx, g.nlOptions()); err != nil {
+				p := g.startProgress(fmt.Sprintf("reset: deleting namespace %s and waiting for its devices to go", g.netns))
+				err := nlbackend.Reset(ctx, g.nlOptions())
+				p.stop()
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stdout, "reset: namespace %s deleted\n", g.netns)
-				return nil
+				return g.printReset(resetJSON{Op: "reset", Backend: "netlink", Netns: g.netns, Result: ndst.ResultOK},
+					fmt.Sprintf("reset: namespace %s deleted", g.netns))
 			}
 			path := g.state
 			if path == "" {
@@ -45,15 +49,36 @@ until its devices are gone. The host's root namespace is never touched.`,
 				return err
 			}
 			defer lock.Unlock()
+			r := resetJSON{Op: "reset", Backend: "sim", State: path, Result: ndst.ResultOK}
+			removed := false
+			r.Removed = &removed
 			switch err := os.Remove(path); {
 			case errors.Is(err, fs.ErrNotExist):
-				fmt.Fprintf(g.stdout, "reset: no state file at %s; nothing to do\n", path)
+				return g.printReset(r, fmt.Sprintf("reset: no state file at %s; nothing to do", path))
 			case err != nil:
 				return err
-			default:
-				fmt.Fprintf(g.stdout, "reset: removed %s\n", path)
 			}
-			return nil
+			removed = true
+			return g.printReset(r, fmt.Sprintf("reset: removed %s", path))
 		},
 	}
+}
+
+// resetJSON is the --json answer of reset.
+type resetJSON struct {
+	Op      string `json:"op"`
+	Backend string `json:"backend"`
+	State   string `json:"state,omitempty"`
+	Removed *bool  `json:"removed,omitempty"`
+	Netns   string `json:"netns,omitempty"`
+	Result  string `json:"result"`
+}
+
+// printReset prints r with --json, text otherwise.
+func (g *globalOptions) printReset(r resetJSON, text string) error {
+	if g.json {
+		return writeJSON(g.stdout, r)
+	}
+	_, err := fmt.Fprintln(g.stdout, text)
+	return err
 }

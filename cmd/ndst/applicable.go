@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/spf13/cobra"
+)
+
+// A flag that would do nothing is a usage error, never silently ignored:
+// the settings of the emulated kernel given to the real one, the netlink
+// backend's given to the emulator, and the global namespace given to the
+// commands that work in throwaway namespaces of their own. Only the flags
+// the user set count; defaults never do.
+
+// emuFlags are the global settings of the emulated kernel.
+var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog"}
+
+// netlinkFlags are the global settings of the real-kernel backend.
+var netlinkFlags = []string{"netns", "kind", "i-really-mean-the-root-namespace"}
+
+// benchSimFlags are bench's own list flags that only emulated cells use.
+var benchSimFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "jobs"}
+
+// setFlags returns the names of the flags set on the command line, local
+// and inherited, in the order given by names.
+func setFlags(cmd *cobra.Command, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// refuse builds the usage error for flags that do not apply, with why.
+func refuse(flags []string, why string) error {
+	if len(flags) == 0 {
+		return nil
+	}
+	named := make([]string, len(flags))
+	for i, f := range flags {
+		named[i] = "--" + f
+	}
+	return ndst.Usagef("%s would be ignored: %s", joinAnd(named), why)
+}
+
+func joinAnd(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	if len(s) == 2 {
+		return s[0] + " and " + s[1]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + ", and " + s[len(s)-1]
+}
+
+// checkApplicable refuses the flags that cmd would ignore.
+func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
+	if g.json && cmd.HasParent() && cmd.Parent().Name() == "completion" {
+		return ndst.Usagef("--json: a completion script is shell code, not JSON")
+	}
+	switch cmd.Name() {
+	case "add", "del", "list", "reset":
+		if g.backend == "netlink" {
+			return refuse(setFlags(cmd, emuFlags),
+				"--backend netlink runs this host's kernel as it is, not the emulated kernel")
+		}
+		return refuse(setFlags(cmd, netlinkFlags),
+			"--backend sim (the default) runs the emulated kernel, not the netlink backend")
+	case "costs":
+		if err := refuse(setFlags(cmd, []string{"backend"}), "costs prints the emulated kernel's cost table; it uses no backend"); err != nil {
+			return err
+		}
+		return refuse(setFlags(cmd, without(append(emuFlags, netlinkFlags...), "costs")),
+			"costs only prints the cost table (the built-in one, or --costs FILE)")
+	case "churn":
+		return refuse(setFlags(cmd, append(slices.Clone(emuFlags), netlinkFlags...)),
+			"churn drives its own in-memory registry from real threads, neither the emulated kernel nor the netlink backend")
+	case "calibrate":
+		if err := refuse(setFlags(cmd, []string{"netns", "i-really-mean-the-root-namespace"}),
+			"calibrate measures in a throwaway namespace of its own (ndst-calibrate-PID) and removes it"); err != nil {
+			return err
+		}
+		return refuse(setFlags(cmd, append([]string{"backend"}, emuFlags...)),
+			"calibrate measures this host's kernel and runs no emulated kernel")
+	case "predict":
+		return g.checkPredict(cmd)
+	case "bench":
+		return g.checkBench(cmd)
+	}
+	return nil
+}
+
+func (g *globalOptions) checkPredict(cmd *cobra.Command) error {
+	if err := refuse(setFlags(cmd, []string{"netns", "i-really-mean-the-root-namespace"}),
+		"predict measures in a throwaway namespace of its own; name it with --predict-netns"); err != nil {
+		return err
+	}
+	if err := refuse(setFlags(cmd, []string{"backend"}), "predict always runs both backends"); err != nil {
+		return err
+	}
+	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog", "state"}),
+		"predict runs throwaway emulated kernels of the 6.18 profile with the HZ, CPUs and preemption of the calibration's host"); err != nil {
+		return err
+	}
+	if f := cmd.Flags().Lookup("from-guest"); f != nil && f.Changed {
+		return refuse(setFlags(cmd, []string{"kind", "costs", "predict-netns", "runs", "save-costs"}),
+			"--from-guest takes the calibration and the measurements from the guest's transcript")
+	}
+	return nil
+}
+
+func (g *globalOptions) checkBench(cmd *cobra.Command) error {
+	if err := refuse(setFlags(cmd, []string{"netns", "i-really-mean-the-root-namespace"}),
+		"bench runs netlink cells in a throwaway namespace of its own; name it with --bench-netns"); err != nil {
+		return err
+	}
+	if err := refuse(setFlags(cmd, []string{"state"}),
+		"bench runs throwaway emulated kernels and never touches the state file"); err != nil {
+		return err
+	}
+	backends, _ := cmd.Flags().GetStringSlice("backend")
+	if !slices.Contains(backends, "sim") {
+		flags := setFlags(cmd, append(slices.Clone(benchSimFlags), without(emuFlags, "state")...))
+		return refuse(flags, fmt.Sprintf("--backend %s has no emulated cells", strings.Join(backends, ",")))
+	}
+	if !slices.Contains(backends, "netlink") {
+		return refuse(setFlags(cmd, []string{"kind", "bench-netns"}),
+			"this bench has no netlink cells (add netlink to --backend)")
+	}
+	return nil
+}
+
+func without(names []string, drop ...string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(drop, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

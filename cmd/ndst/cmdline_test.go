@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ndst-project/ndst/ndst"
+)
+
+// TestBadCommandLines: every command line that cannot do what it says exits
+// with the right status and one line naming the problem; with --json it also
+// answers with exactly one JSON error object on stdout.
+func TestBadCommandLines(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		msg  string // substring of the error
+	}{
+		// Missing and unknown commands.
+		{[]string{}, 2, "missing command"},
+		{[]string{"--", "add", "1"}, 2, `"add" after "--" is not taken as a command`},
+		{[]string{""}, 2, `unknown command ""`},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"completion", "foo"}, 2, `unknown command "foo" for "ndst completion"`},
+		{[]string{"completion"}, 2, "needs one of bash"},
+		{[]string{"help", "foo"}, 2, `no help topic "foo"`},
+		// Unknown flags are called flags, wherever they stand.
+		{[]string{"--bogus", "add", "1"}, 2, "unknown flag: --bogus"},
+		{[]string{"add", "--bogus", "1"}, 2, "unknown flag: --bogus"},
+		// Limits name the real limit; a bad combination names its cause.
+		{[]string{"add", "99999999999999999999"}, 2, "at most 16777216"},
+		{[]string{"add", "16777217"}, 2, "at most 16777216"},
+		{[]string{"--rcu", "tiny", "--cpus", "2", "add", "1"}, 2, "--rcu tiny runs on one CPU only, not --cpus 2"},
+		{[]string{"--rcu", "tiny", "--preempt", "full", "add", "1"}, 2, "cannot run --preempt full"},
+		// Flags of one backend given to the other.
+		{[]string{"--backend", "netlink", "--hz", "0", "--cpus", "0", "--strategy", "foo", "--profile", "bogus", "add", "1"}, 2,
+			"--profile, --strategy, --hz, and --cpus would be ignored: --backend netlink runs this host's kernel"},
+		{[]string{"--backend", "netlink", "--seed", "3", "del", "1", "2"}, 2, "--seed would be ignored"},
+		{[]string{"--backend", "netlink", "--state", "/tmp/x", "list"}, 2, "--state would be ignored"},
+		{[]string{"--backend", "netlink", "--watchdog", "30s", "reset"}, 2, "--watchdog would be ignored"},
+		{[]string{"--kind", "ifb", "add", "1"}, 2, "--kind would be ignored: --backend sim (the default) runs the emulated kernel"},
+		{[]string{"--netns", "x", "list"}, 2, "--netns would be ignored"},
+		{[]string{"--i-really-mean-the-root-namespace", "reset"}, 2, "--i-really-mean-the-root-namespace would be ignored"},
+		{[]string{"--kind", "ifb", "costs"}, 2, "--kind would be ignored"},
+		{[]string{"--backend", "netlink", "costs"}, 2, "--backend would be ignored"},
+		{[]string{"--profile", "6.18", "churn", "-l", "1"}, 2, "--profile would be ignored: churn drives its own"},
+		{[]string{"--netns", "x", "churn", "-l", "1"}, 2, "--netns would be ignored"},
+		// The global namespace and the emulator's flags in the commands with
+		// throwaway namespaces of their own.
+		{[]string{"--netns", "x", "bench"}, 2, "--netns would be ignored: bench runs netlink cells in a throwaway namespace of its own; name it with --bench-netns"},
+		{[]string{"--netns", "x", "predict"}, 2, "--netns would be ignored: predict measures in a throwaway namespace of its own; name it with --predict-netns"},
+		{[]string{"--netns", "x", "calibrate"}, 2, "--netns would be ignored: calibrate measures in a throwaway namespace of its own"},
+		{[]string{"--hz", "250", "calibrate"}, 2, "--hz would be ignored: calibrate measures this host's kernel"},
+		{[]string{"--profile", "2.6.31", "predict"}, 2, "--profile would be ignored: predict runs throwaway emulated kernels of the 6.18 profile"},
+		{[]string{"--backend", "sim", "predict"}, 2, "--backend would be ignored"},
+		{[]string{"predict", "--from-guest", "x.log", "--runs", "3"}, 2, "--runs would be ignored: --from-guest"},
+		{[]string{"--state", "/tmp/x", "bench"}, 2, "--state would be ignored: bench runs throwaway emulated kernels"},
+		{[]string{"bench", "--backend", "netlink", "--strategy", "tick", "--hz", "250"}, 2, "--strategy and --hz would be ignored: --backend netlink has no emulated cells"},
+		{[]string{"--costs", "x.json", "bench", "--backend", "netlink"}, 2, "--costs would be ignored"},
+		{[]string{"--kind", "ifb", "bench"}, 2, "--kind would be ignored: this bench has no netlink cells"},
+		{[]string{"bench", "--bench-netns", "x"}, 2, "--bench-netns would be ignored"},
+		// JSON has no form of a completion script.
+		{[]string{"--json", "completion", "bash"}, 2, "--json: a completion script is shell code"},
+		// Failures before the run that are not usage errors exit 1.
+		{[]string{"del", "1", "10"}, 1, "no device in range"},
+	}
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // the commands give no --state
+	for _, tc := range tests {
+		for _, asJSON := range []bool{false, true} {
+			args := tc.args
+			switch {
+			case len(args) > 0 && args[0] == "--json":
+				if !asJSON {
+					continue
+				}
+			case asJSON:
+				args = append([]string{"--json"}, args...)
+			}
+			name := "ndst " + strings.Join(args, " ")
+			out, errOut, code := ndstRunArgs(args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("%s = exit %d, stderr %q; want exit %d and an error containing %q", name, code, errOut, tc.code, tc.msg)
+				continue
+			}
+			if n := strings.Count(strings.TrimSpace(errOut), "\n"); n > 0 && len(tc.args) > 0 {
+				t.Errorf("%s: stderr has %d lines, want one: %q", name, n+1, errOut)
+			}
+			if !asJSON {
+				if len(tc.args) > 0 && out != "" {
+					t.Errorf("%s printed %q on stdout, want nothing", name, out)
+				}
+				continue
+			}
+			var obj errorJSON
+			dec := json.NewDecoder(strings.NewReader(out))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&obj); err != nil || dec.More() {
+				t.Errorf("%s: stdout %q is not exactly one JSON error object (%v)", name, out, err)
+				continue
+			}
+			if obj.Result != ndst.ResultError || obj.ExitCode != tc.code || !strings.Contains(obj.Error, tc.msg) || obj.Op == "" {
+				t.Errorf("%s: JSON %+v; want result error, exit_code %d, an op, and an error containing %q", name, obj, tc.code, tc.msg)
+			}
+		}
+	}
+}
+
+// ndstRunArgs runs the CLI in-process with exactly args.
+func ndstRunArgs(args ...string) (stdout, stderr string, code int) {
+	var o, e strings.Builder
+	code = run(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// TestMissingCommandPrintsHelp: a bare "ndst" shows what it can do, on
+// stderr, and still exits 2.
+func TestMissingCommandPrintsHelp(t *testing.T) {
+	out, errOut, code := ndstRunArgs()
+	if code != 2 || out != "" || !strings.Contains(errOut, "Available Commands") {
+		t.Errorf("ndst = exit %d, stdout %q, stderr %.100q...; want exit 2 with the help on stderr", code, out, errOut)
+	}
+	if out, _, code := ndstRunArgs("--help"); code != 0 || !strings.Contains(out, "Available Commands") {
+		t.Errorf("ndst --help = exit %d, %.100q; want exit 0 and the help", code, out)
+	}
+	if out, _, code := ndstRunArgs("help", "del"); code != 0 || !strings.Contains(out, "del START STOP") {
+		t.Errorf("ndst help del = exit %d, %.100q; want exit 0 and del's help", code, out)
+	}
+}
+
+// TestJSONEveryCommand: with --json, each command prints exactly one JSON
+// object, whatever its outcome.
+func TestJSONEveryCommand(t *testing.T) {
+	state := tempState(t)
+	for _, args := range [][]string{
+		{"reset"}, // no state file yet
+		{"add", "3"},
+		{"list"},
+		{"del", "1", "3"},
+		{"add", "3"},
+		{"reset"},
+		{"costs"},
+		{"--watchdog", "1s", "bench", "--strategy", "tick", "--count", "5", "--runs", "1"},
+		{"churn", "-l", "0.05", "-t", "1", "-n", "10"},
+		{"--strategy", "expedited", "--watchdog", "2s", "del", "1", "1"}, // nothing there: an error
+	} {
+		full := append([]string{"--json"}, args...)
+		out, errOut, _ := ndstRun(t, state, full...)
+		dec := json.NewDecoder(strings.NewReader(out))
+		var v map[string]any
+		if err := dec.Decode(&v); err != nil || dec.More() {
+			t.Errorf("ndst %s: stdout %q (stderr %q) is not exactly one JSON object: %v", strings.Join(full, " "), out, errOut, err)
+		}
+	}
+}
