@@ -19,7 +19,7 @@ import (
 var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog"}
 
 // netlinkFlags are the global settings of the real-kernel backend.
-var netlinkFlags = []string{"netns", "kind", "i-really-mean-the-root-namespace"}
+var netlinkFlags = []string{"netns", "kind", "i-really-mean-the-root-namespace", "no-memory-check"}
 
 // benchSimFlags are bench's own list flags that only emulated cells use.
 var benchSimFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "jobs"}

@@ -53,6 +53,8 @@ func (g *globalOptions) nlOptions() nlbackend.Options {
 	return nlbackend.Options{
 		Netns: g.netns, Kind: g.kind, KindExplicit: g.kindExplicit,
 		AllowRootNS: g.allowRootNS, Logger: g.logger(),
+		WaitLock: g.waitLock, NameExplicit: g.nameExplicit, NoMemoryCheck: g.noMemoryCheck,
+		Warnf: func(format string, args ...any) { fmt.Fprintf(g.stderr, "ndst: note: "+format+"\n", args...) },
 		// Notices also land in Result.Notes, which the text output prints;
 		// with --json they go to stderr too, so a person still sees them.
 		Notef: func(format string, args ...any) {

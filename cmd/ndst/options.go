@@ -34,10 +34,12 @@ type globalOptions struct {
 	watchdog  time.Duration
 
 	// Netlink settings.
-	netns        string
-	kind         string
-	kindExplicit bool
-	allowRootNS  bool
+	netns         string
+	kind          string
+	kindExplicit  bool
+	allowRootNS   bool
+	nameExplicit  bool
+	noMemoryCheck bool
 
 	waitLock time.Duration
 
@@ -74,6 +76,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's)")
 	f.StringVar(&g.kind, "kind", "dummy", "link kind of the netlink backend: dummy, ifb, veth")
 	f.BoolVar(&g.allowRootNS, "i-really-mean-the-root-namespace", false, "allow the netlink backend to work in the host's root namespace")
+	f.BoolVar(&g.noMemoryCheck, "no-memory-check", false, "let the netlink backend's add go ahead when its estimated kernel memory exceeds what is available")
 
 	f.DurationVar(&g.waitLock, "wait-lock", 5*time.Second, "how long to wait for another ndst holding the same state or namespace")
 }
@@ -81,6 +84,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 // validate checks the global flags before any subcommand runs.
 func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.kindExplicit = cmd.Flags().Changed("kind")
+	g.nameExplicit = cmd.Flags().Changed("name")
 	switch g.backend {
 	case "sim", "netlink":
 	default:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
@@ -29,13 +30,19 @@ until its devices are gone. The host's root namespace is never touched.`,
 			defer cancel()
 			if g.backend == "netlink" {
 				p := g.startProgress(fmt.Sprintf("reset: deleting namespace %s and waiting for its devices to go", g.netns))
-				err := nlbackend.Reset(ctx, g.nlOptions())
+				rep, err := nlbackend.ResetNamespace(ctx, g.nlOptions())
 				p.stop()
 				if err != nil {
 					return err
 				}
-				return g.printReset(resetJSON{Op: "reset", Backend: "netlink", Netns: g.netns, Result: ndst.ResultOK},
-					fmt.Sprintf("reset: namespace %s deleted", g.netns))
+				if g.json { // the report has op, backend, netns and result, and what was deleted
+					return writeJSON(g.stdout, rep)
+				}
+				lines := rep.Lines()
+				for i := range lines {
+					lines[i] = "reset: " + lines[i]
+				}
+				return g.printReset(resetJSON{}, strings.Join(lines, "\n"))
 			}
 			path := g.state
 			if path == "" {

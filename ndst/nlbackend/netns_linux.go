@@ -69,23 +69,54 @@ func fdID(fd int) (nsID, error) {
 	return nsID{st.Dev, st.Ino}, nil
 }
 
-// rootNSID is the network namespace of PID 1, the host's root namespace.
-// When PID 1 cannot be inspected (a sandbox), it is the namespace this
-// process runs in, read from a thread that is not inside a temporary setns.
-func rootNSID() (nsID, error) {
-	id, err := statID("/proc/1/ns/net")
-	if err == nil {
-		return id, nil
+// procNetInitIno is PROC_NET_INIT_INO (include/linux/proc_ns.h): the nsfs
+// inode number of the initial network namespace, fixed since Linux 3.8.
+// Namespaces created later get inode numbers from 0xF0000000 up.
+const procNetInitIno = 0xEFFFFFF9
+
+// pid1NetnsPath is PID 1's network namespace; tests point it elsewhere.
+var pid1NetnsPath = "/proc/1/ns/net"
+
+// rootNamespace reports whether the namespace id is the host's root: the
+// initial network namespace (nsfs inode PROC_NET_INIT_INO on the nsfs
+// device), or the namespace of PID 1 when that can be read (in a container
+// whose PID 1 has a namespace of its own, that one is the host to protect).
+// It compares identities only: the namespace this process runs in plays
+// no part, so ndst started inside any namespace judges the same way.
+func rootNamespace(id nsID) (bool, string) {
+	if id.ino == procNetInitIno {
+		// Every namespace inode is on the one nsfs device; when it cannot
+		// be read, the inode number alone decides (refusing is the safe
+		// side).
+		if dev, ok := nsfsDev(); !ok || dev == id.dev {
+			return true, "the initial network namespace"
+		}
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return statID("/proc/thread-self/ns/net")
+	if p1, err := statID(pid1NetnsPath); err == nil && p1 == id {
+		return true, "the network namespace of PID 1"
+	}
+	return false, ""
 }
 
-// isNetnsFD reports whether fd refers to a namespace (nsfs), not a plain file.
+// nsfsDev is the device number of nsfs, read from this process's own
+// namespace file (any namespace file would do: only the device is used).
+func nsfsDev() (uint64, bool) {
+	id, err := statID("/proc/self/ns/net")
+	return id.dev, err == nil
+}
+
+// nsGetNstype is the NS_GET_NSTYPE ioctl (linux/nsfs.h): _IO(0xb7, 0x3).
+const nsGetNstype = 0xb703
+
+// isNetnsFD reports whether fd refers to a network namespace (nsfs, of type
+// CLONE_NEWNET), not a plain file or another kind of namespace.
 func isNetnsFD(fd int) bool {
 	var sfs unix.Statfs_t
-	return unix.Fstatfs(fd, &sfs) == nil && sfs.Type == unix.NSFS_MAGIC
+	if unix.Fstatfs(fd, &sfs) != nil || sfs.Type != unix.NSFS_MAGIC {
+		return false
+	}
+	t, err := unix.IoctlRetInt(fd, nsGetNstype)
+	return err != nil || t == unix.CLONE_NEWNET // kernels before 4.11 lack the ioctl
 }
 
 // nsPath is the bind-mount path of a named namespace.
@@ -100,7 +131,8 @@ func openNetns(name string, create bool) (h netns.NsHandle, created bool, err er
 	p := nsPath(name)
 	deadline := time.Now().Add(time.Second)
 	for {
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		// Non-blocking: a FIFO planted at the path must not hang the open.
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		switch {
 		case err == nil:
 			if isNetnsFD(fd) {

@@ -78,7 +78,11 @@ func TestRoundTrip(t *testing.T) {
 			}
 			devs := mustList(t, b)
 			owned, foreign := names(devs)
-			want := []string{"dummy0", "dummy1", "dummy2", "dummy3", "dummy4", "dummy5"}
+			// No template chosen: the devices are named after their kind.
+			var want []string
+			for i := range 6 {
+				want = append(want, fmt.Sprintf("%s%d", kind, i))
+			}
 			slices.Sort(owned)
 			if !slices.Equal(owned, want) || !slices.Equal(foreign, []string{"lo"}) {
 				t.Fatalf("List() owned %v foreign %v, want %v and [lo]", owned, foreign, want)
@@ -123,6 +127,31 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("Del(1, %d) on an empty namespace = %+v, %v; want ErrNoDevices with lo skipped", hi, r, err)
 			}
 		})
+	}
+}
+
+// TestNamesFollowKind: without a chosen template devices are named after
+// their kind; a chosen one (even dummy%d) or any other template is kept.
+func TestNamesFollowKind(t *testing.T) {
+	custom, _ := ndst.ParseTemplate("x%d")
+	for _, tt := range []struct {
+		explicit bool
+		tmpl     ndst.Template
+		want     string
+	}{
+		{false, ndst.Template{}, "ifb0"},
+		{false, tmplDummy, "ifb0"},
+		{true, tmplDummy, "dummy0"},
+		{false, custom, "x0"},
+	} {
+		b := openFresh(t, Options{Kind: "ifb", KindExplicit: true, NameExplicit: tt.explicit})
+		r, err := b.Add(context.Background(), ndst.AddRequest{Count: 1, Template: tt.tmpl})
+		if err != nil || r.Count != 1 {
+			t.Fatalf("Add(1) = %+v, %v", r, err)
+		}
+		if owned, _ := names(mustList(t, b)); !slices.Equal(owned, []string{tt.want}) {
+			t.Errorf("NameExplicit %v, template %v: created %v, want [%s]", tt.explicit, tt.tmpl, owned, tt.want)
+		}
 	}
 }
 
@@ -176,8 +205,8 @@ func TestDummyFallback(t *testing.T) {
 		t.Errorf("Add(3) notices = %q, notes %q; want one notice about the dummy fallback, also in Notes", notices, r.Notes)
 	}
 	for _, d := range mustList(t, b) {
-		if !d.Foreign && d.Kind != wantKind {
-			t.Errorf("List() = %+v, want kind %s", d, wantKind)
+		if !d.Foreign && (d.Kind != wantKind || !strings.HasPrefix(d.Name, wantKind)) {
+			t.Errorf("List() = %+v, want kind %s and a name after it", d, wantKind)
 		}
 	}
 	// A second add remembers the fallback without a second notice.
@@ -339,38 +368,8 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestRootNamespaceRefused names the test's own (host) namespace and
-// checks that Open and Reset refuse it. Nothing in it is touched.
-func TestRootNamespaceRefused(t *testing.T) {
-	skipUnlessRoot(t)
-	name := fmt.Sprintf("ndst-test-root-%d", os.Getpid())
-	p := nsPath(name)
-	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, nil, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeNetns(name) })
-	if err := unix.Mount("/proc/self/ns/net", p, "none", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind-mount own namespace: %v", err)
-	}
-	if b, err := Open(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "root namespace") {
-		if b != nil {
-			b.Close()
-		}
-		t.Errorf("Open(%s = host namespace) = %v, want a refusal naming the root namespace", name, err)
-	}
-	if err := Reset(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "root namespace") {
-		t.Errorf("Reset(%s = host namespace) = %v, want a refusal", name, err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Errorf("refused Reset removed %s: %v", p, err)
-	}
-}
-
 func TestNameTakenMidRun(t *testing.T) {
-	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true, NameExplicit: true})
 	// Between choosing names and creating them, someone takes dummy1.
 	testHook = func(event string, n int) {
 		if event == "add-names" {
@@ -484,25 +483,32 @@ func TestReset(t *testing.T) {
 	name := freshNS(t)
 	b := openFresh(t, Options{Netns: name, Kind: "veth", KindExplicit: true})
 	mustAdd(t, b, ndst.AddRequest{Count: 4})
+	mustAdd(t, b, ndst.AddRequest{Count: 2}) // a second group
 	if err := b.h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
 		t.Fatalf("LinkAdd(other0) = %v", err)
 	}
 	b.Close()
-	var said []string
-	if err := Reset(context.Background(), Options{Netns: name, Notef: func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }}); err != nil {
-		t.Fatalf("Reset(%s) = %v, want nil", name, err)
+	rep, err := ResetNamespace(context.Background(), Options{Netns: name})
+	if err != nil || !rep.Existed || rep.Stale || rep.Deleted != 6 || !slices.Equal(rep.Foreign, []string{"other0"}) {
+		t.Fatalf("ResetNamespace(%s) = %+v, %v; want it existed, 6 of ndst's deleted, other0 named", name, rep, err)
 	}
-	if len(said) != 1 || !strings.Contains(said[0], "other0") {
-		t.Errorf("Reset(%s) notices = %q, want one naming other0", name, said)
+	text := strings.Join(rep.Lines(), "\n")
+	if !strings.Contains(text, "deleted, with 6 devices of ndst's") || !strings.Contains(text, "not created by ndst: other0") {
+		t.Errorf("report text %q, want it to count ndst's devices and name other0", text)
 	}
 	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
 		t.Errorf("after Reset, stat %s = %v; want not exist", nsPath(name), err)
 	}
-	var notes []string
-	if err := Reset(context.Background(), Options{Netns: name, Notef: func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }}); err != nil || len(notes) != 1 {
-		t.Errorf("Reset(%s) of a missing namespace = %v, notes %q; want nil and one note", name, err, notes)
+	// A namespace that does not exist: nothing done, and the text says so
+	// (never "deleted").
+	rep, err = ResetNamespace(context.Background(), Options{Netns: name})
+	if err != nil || rep.Existed || rep.Deleted != 0 {
+		t.Errorf("ResetNamespace(%s) of a missing namespace = %+v, %v; want nil error, not existed", name, rep, err)
 	}
-	// A stale plain file (a creation interrupted before its mount).
+	if text := strings.Join(rep.Lines(), "\n"); !strings.Contains(text, "does not exist; nothing to do") || strings.Contains(text, "deleted") {
+		t.Errorf("report text for a missing namespace = %q, want \"does not exist; nothing to do\"", text)
+	}
+	// A stale empty file (a creation interrupted before its mount).
 	if err := os.WriteFile(nsPath(name), nil, 0o444); err != nil {
 		t.Fatal(err)
 	}
@@ -512,12 +518,51 @@ func TestReset(t *testing.T) {
 		}
 		t.Errorf("Open over a stale file = %v, want an error saying it is not a namespace", err)
 	}
-	if err := Reset(context.Background(), Options{Netns: name}); err != nil {
-		t.Errorf("Reset over a stale file = %v, want nil", err)
+	if rep, err := ResetNamespace(context.Background(), Options{Netns: name}); err != nil || !rep.Stale {
+		t.Errorf("Reset over a stale file = %+v, %v; want it removed as stale", rep, err)
 	}
 	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
 		t.Errorf("after Reset of a stale file, stat = %v; want not exist", err)
 	}
+	// A file with content is not ndst's to remove; nor is a FIFO (which
+	// must not hang the open either).
+	if err := os.WriteFile(nsPath(name), []byte("a user's notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := ResetNamespace(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "not removing it") {
+		t.Errorf("Reset over a file with content = %+v, %v; want a refusal", rep, err)
+	}
+	os.Remove(nsPath(name))
+	if err := unix.Mkfifo(nsPath(name), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ResetNamespace(context.Background(), Options{Netns: name}); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not removing it") {
+			t.Errorf("Reset over a FIFO = %v; want a refusal", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Reset over a FIFO still blocked after 10 s")
+	}
+	done2 := make(chan error, 1)
+	go func() {
+		b, err := Open(context.Background(), Options{Netns: name, NoCreate: true})
+		if b != nil {
+			b.Close()
+		}
+		done2 <- err
+	}()
+	select {
+	case err := <-done2:
+		if err == nil {
+			t.Errorf("Open over a FIFO = nil error, want one")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Open over a FIFO still blocked after 10 s")
+	}
+	os.Remove(nsPath(name))
 }
 
 // TestListUnderChurn lists while another socket adds and deletes devices:

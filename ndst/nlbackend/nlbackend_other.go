@@ -60,3 +60,20 @@ func (b *Backend) RoundTrips(n int) ([]time.Duration, error) { return nil, ErrNo
 
 // Host probes the host.
 func (b *Backend) Host() HostFacts { return ProbeHost() }
+
+// ResetNamespace fails: the netlink backend needs Linux.
+func ResetNamespace(ctx context.Context, o Options) (*ResetReport, error) {
+	if _, err := o.normalize(); err != nil {
+		return nil, err
+	}
+	return nil, ErrNotLinux
+}
+
+// Root reports false: nothing can be opened here.
+func (b *Backend) Root() bool { return false }
+
+// Created reports false: nothing can be created here.
+func (b *Backend) Created() bool { return false }
+
+// Netns returns "": no namespace is open.
+func (b *Backend) Netns() string { return "" }

@@ -9,45 +9,63 @@
 // makes; Open creates it when it is missing. All sockets are opened inside it
 // with netlink.NewHandleAt and nl.GetNetlinkSocketAt, so the process itself
 // never changes namespace; creating a namespace happens on a locked OS thread
-// that is thrown away afterwards. A name that resolves to the host's root
-// namespace (that of PID 1) is refused unless Options.AllowRootNS.
+// that is thrown away afterwards.
+//
+// The host's root namespace is recognised by identity, never by context: a
+// name whose namespace has the initial namespace's nsfs inode
+// (PROC_NET_INIT_INO) on the nsfs device, or is PID 1's namespace where that
+// can be read, is the root, whichever namespace ndst itself runs in (see
+// rootNamespace in netns_linux.go). There List works, with a warning, and
+// Add, Del and Reset refuse unless Options.AllowRootNS.
+//
+// Every command that changes the namespace (Add, Del, Reset) holds its lock
+// (lock_linux.go: flock on the namespace's own inode) from its listing to
+// its last request, waiting up to Options.WaitLock for another holder.
 //
 // # Ownership
 //
 // Every link ndst creates carries an interface group (IFLA_GROUP, set in the
 // same RTM_NEWLINK that creates it, so there is no moment when an ndst link
-// is unmarked) in the range OwnedGroupMin..OwnedGroupMax: new links get
-// GroupOwned (0x6e647374, "ndst"); a batched delete may move the links it is
-// about to delete to a private group of the same range. A link whose group is
+// is unmarked) in the range OwnedGroupMin..OwnedGroupMax. Each Add puts its
+// links in a group of their own, unused when it starts (earlier versions
+// used GroupOwned, 0x6e647374, for all); a batched delete may move the links
+// it is about to delete to another unused group. A link whose group is
 // outside that range is foreign (lo, anything a person added): del never
-// touches it and reports it as skipped, and List marks it Foreign. By hand,
-// `ip -n ndst link show group 1852076916` (GroupOwned in decimal) lists
-// ndst's links, save those an interrupted batched delete left in a private
-// group.
+// touches it and reports it as skipped, and List marks it Foreign.
 //
 // # Operations
 //
 //   - Add creates N links named from the template with the lowest free
-//     numbers among the names present in the namespace. Requests are
-//     pipelined: many RTM_NEWLINK messages are written before their
+//     numbers among the names present in the namespace; with no template
+//     chosen (Options.NameExplicit false and the default dummy%d asked for)
+//     the template is named after the kind created: ifb%d, veth%d. Requests
+//     are pipelined: many RTM_NEWLINK messages are written before their
 //     acknowledgements are read, and there is no extra RTM_GETLINK per link.
 //     Kind dummy falls back to ifb (with one notice) when the kernel has no
-//     dummy link type, unless the kind was given explicitly.
+//     dummy link type, unless the kind was given explicitly. Add bounds its
+//     kernel memory (memory_linux.go): the cost per link is measured on the
+//     first window of creates, and a request that would not fit is refused
+//     and undone unless Options.NoMemoryCheck.
 //   - veth: a pair is two devices. add N with kind veth needs an even N and
 //     creates N/2 pairs; both ends are named from the template (consecutive
 //     free numbers; the kernel registers the peer first, so the peer gets
-//     the lower number and the lower ifindex) and both are owned. The kernel cannot delete one end alone, so del treats a pair as
-//     one unit: when one end is in the range its peer is deleted too, and
-//     both are counted (a note says how many peers lay outside the range).
-//   - Del deletes the owned links whose ifindex is in [Start, Stop]: by
-//     default as one batch, a single RTM_DELLINK with ifindex 0 and
-//     IFLA_GROUP (the links are first moved to a private group unless they
-//     already form a whole group); with OneByOne, one RTM_DELLINK per link
-//     (per pair for veth), each waited for like a loop of `ip link del`,
-//     recording per-device latency.
+//     the lower number and the lower ifindex) and both are owned. The kernel
+//     cannot delete one end alone, so del treats a pair as one unit: when
+//     one end is in the range its peer is deleted too, and both are counted
+//     (a note says how many peers lay outside the range).
+//   - Del deletes exactly the owned links it listed whose ifindex is in
+//     [Start, Stop]: by default as a batch, one RTM_DELLINK with ifindex 0
+//     and IFLA_GROUP per group when the links are every link of at most
+//     maxGroupDeletes groups (groups no other add joins), else one for a
+//     group unique to this delete that the links are first moved to; with
+//     OneByOne, one RTM_DELLINK per link (per pair for veth), each waited
+//     for like a loop of `ip link del`, recording per-device latency.
 //   - List dumps every device of the namespace, retrying dumps that the
 //     kernel marks interrupted (netlink.ErrDumpInterrupted) a bounded number
-//     of times; partial listings are never returned.
+//     of times; partial listings are never returned. The kernel does not
+//     report reference counts: Device.Refcount is unknown.
+//   - ResetNamespace deletes the devices and then the namespace, and reports
+//     what it deleted, naming the devices that were not ndst's.
 //
 // # Faults
 //
@@ -63,6 +81,11 @@
 package nlbackend
 
 import (
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
 	"github.com/ndst-project/ndst/ndst"
 	"go.uber.org/zap"
 )
@@ -79,13 +102,27 @@ type Options struct {
 	// NoCreate makes Open fail when the namespace does not exist, instead
 	// of creating it (list and del must not leave a namespace behind).
 	NoCreate bool
-	// AllowRootNS allows Netns to name the host's root namespace.
+	// AllowRootNS allows add, del and reset in the host's root namespace
+	// (the initial one, or PID 1's). Listing it needs no permission.
 	AllowRootNS bool
+	// WaitLock is how long a command that changes the namespace waits for
+	// another ndst holding its lock; 0 tries once.
+	WaitLock time.Duration
+	// NameExplicit is true when the user chose the name template. When it
+	// is false and a request asks for the default template (dummy%d), the
+	// devices are named after the kind created: ifb%d, veth%d.
+	NameExplicit bool
+	// NoMemoryCheck lets add go ahead when its estimated kernel memory
+	// exceeds what is available (see memory_linux.go).
+	NoMemoryCheck bool
 	// Logger receives debug logs; nil means none.
 	Logger *zap.Logger
 	// Notef prints a one-line notice to the user (such as the dummy
 	// fallback); nil means notices only go to the Result's Notes.
 	Notef func(format string, args ...any)
+	// Warnf prints a one-line notice that no Result carries (a listing of
+	// the host's root namespace); nil means it is dropped.
+	Warnf func(format string, args ...any)
 }
 
 // DefaultNetns is the namespace used when Options.Netns is empty.
@@ -109,8 +146,11 @@ const (
 // Owned reports whether a link in interface group g was created by ndst.
 func Owned(g uint32) bool { return g >= OwnedGroupMin && g <= OwnedGroupMax }
 
-// ValidateNetns checks a namespace name: 1..64 bytes of [A-Za-z0-9_.-], not
-// "." and without "..", so that it is one plain file name under /run/netns.
+// ValidateNetns checks a namespace name: 1..64 bytes of valid UTF-8 made
+// of letters (with their combining marks) and digits of any script (`ip
+// netns add` takes them too),
+// '_', '.' and '-', not "." and without "..", so that it is one plain file
+// name under /run/netns that prints as it is.
 func ValidateNetns(name string) error {
 	switch {
 	case name == "":
@@ -119,15 +159,17 @@ func ValidateNetns(name string) error {
 		return ndst.Usagef("network namespace name %q is %d bytes; at most %d", name, len(name), MaxNetnsLen)
 	case name == ".":
 		return ndst.Usagef("network namespace name %q is reserved", name)
+	case strings.Contains(name, ".."):
+		return ndst.Usagef("network namespace name %q contains \"..\"", name)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
-		if !ok {
-			return ndst.Usagef("network namespace name %q contains %q; allowed are letters, digits, '_', '.' and '-'", name, c)
+	for i, r := range name {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(name[i:]); size <= 1 {
+				return ndst.Usagef("network namespace name %q is not valid UTF-8 (byte %#02x at offset %d)", name, name[i], i)
+			}
 		}
-		if c == '.' && i+1 < len(name) && name[i+1] == '.' {
-			return ndst.Usagef("network namespace name %q contains \"..\"", name)
+		if !unicode.IsLetter(r) && !unicode.IsMark(r) && !unicode.IsDigit(r) && r != '_' && r != '.' && r != '-' {
+			return ndst.Usagef("network namespace name %q contains %q (U+%04X); allowed are letters, digits, '_', '.' and '-'", name, r, r)
 		}
 	}
 	return nil
@@ -160,6 +202,13 @@ func (o Options) normalize() (Options, error) {
 		o.Logger = zap.NewNop()
 	}
 	return o, nil
+}
+
+// warn calls Warnf when it is set.
+func (o Options) warn(format string, args ...any) {
+	if o.Warnf != nil {
+		o.Warnf(format, args...)
+	}
 }
 
 // note calls Notef when it is set.

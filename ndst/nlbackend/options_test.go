@@ -22,12 +22,18 @@ func TestValidateNetns(t *testing.T) {
 		{"..", `".."`},
 		{"a..b", `".."`},
 		{"../etc", `".."`},
-		{"x/../etc", "'/'"},
+		{"x/../etc", `".."`},
+		{"x/etc", "'/' (U+002F)"},
 		{"a/b", "'/'"},
-		{"a b", "' '"},
+		{"a b", "' ' (U+0020)"},
 		{"ns\x00", `'\x00'`},
 		{"ns;rm", "';'"},
-		{"ünï", "allowed are"},
+		{"ünï", ""},
+		{"ndst日本", ""},
+		{"nu\u0308", ""}, // decomposed ü
+		{"ns\u202e", `'\u202e' (U+202E)`},
+		{"ns\xc3", "not valid UTF-8 (byte 0xc3 at offset 2)"},
+		{"ns\xffa", "not valid UTF-8 (byte 0xff at offset 2)"},
 		{strings.Repeat("x", 65), "at most 64"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,361 @@
+package nlbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// unit is what one create request makes: one link, or a veth pair.
+type unit struct{ name, peer string }
+
+// allocate picks count names from t with the lowest numbers not used by a
+// name in links.
+func allocate(t ndst.Template, links []link, count int) ([]string, error) {
+	used := make(map[int]bool, len(links))
+	for _, l := range links {
+		if n := t.Number(l.Name); n >= 0 {
+			used[n] = true
+		}
+		for _, a := range l.AltNames {
+			if n := t.Number(a); n >= 0 {
+				used[n] = true
+			}
+		}
+	}
+	max := t.MaxNumber()
+	names := make([]string, 0, count)
+	for n := 0; len(names) < count; n++ {
+		if n > max || n < 0 {
+			return nil, ndst.Usagef("name template %q has room for only %d more names (numbers up to %d fit in 15 bytes); cannot add %d",
+				t.String(), len(names), max, count)
+		}
+		if !used[n] {
+			names = append(names, t.Name(n))
+		}
+	}
+	return names, nil
+}
+
+// defaultTemplate is the template of a request that names none.
+var defaultTemplate, _ = ndst.ParseTemplate(ndst.DefaultTemplate)
+
+// template is the name template for a request of kind: the request's, or,
+// when that is the default and the user chose none, one named after the
+// kind (ifb%d for ifb links rather than dummy%d).
+func (b *Backend) template(t ndst.Template, kind string) ndst.Template {
+	if t == (ndst.Template{}) {
+		t = defaultTemplate
+	}
+	if t == defaultTemplate && !b.o.NameExplicit {
+		if kt, err := ndst.ParseTemplate(kind + "%d"); err == nil {
+			return kt
+		}
+	}
+	return t
+}
+
+// plan names count devices of kind and groups them into create requests.
+func (b *Backend) plan(t ndst.Template, kind string, links []link, count int) ([]unit, error) {
+	names, err := allocate(b.template(t, kind), links, count)
+	if err != nil {
+		return nil, err
+	}
+	units := make([]unit, 0, len(names))
+	if kind == "veth" {
+		// The kernel registers the peer first: giving it the lower
+		// number keeps names and ifindexes in the same order.
+		for i := 0; i < len(names); i += 2 {
+			units = append(units, unit{name: names[i+1], peer: names[i]})
+		}
+		return units, nil
+	}
+	for _, n := range names {
+		units = append(units, unit{name: n})
+	}
+	return units, nil
+}
+
+// Add implements ndst.Backend: it creates req.Count links, all in one
+// interface group of their own (see the package doc for veth, the dummy
+// fallback and the memory bound).
+func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.ready(); err != nil {
+		return nil, err
+	}
+	if req.Count < 1 || req.Count > ndst.MaxCount {
+		return nil, ndst.Usagef("count must be in 1..%d, got %d", ndst.MaxCount, req.Count)
+	}
+	kind, explicit := b.o.Kind, b.o.KindExplicit
+	if req.Kind != "" && req.Kind != kind {
+		if err := ValidateKind(req.Kind); err != nil {
+			return nil, err
+		}
+		kind, explicit = req.Kind, true
+	}
+	if kind == "veth" && req.Count%2 != 0 {
+		return nil, ndst.Usagef("veth devices come in pairs: add %d with kind veth needs an even count (N devices = N/2 pairs)", req.Count)
+	}
+	if kind == "dummy" && b.noDummy {
+		if explicit {
+			return nil, errNoDummy()
+		}
+		kind = "ifb"
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	unlock, err := b.beginChange(ctx, "add")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	links, err := b.dump()
+	if err != nil {
+		return nil, fmt.Errorf("add: list devices in namespace %s: %w", b.o.Netns, err)
+	}
+	units, err := b.plan(req.Template, kind, links, req.Count)
+	if err != nil {
+		return nil, err
+	}
+	var mem meminfo
+	if !b.o.NoMemoryCheck {
+		if mem, err = readMeminfo(); err != nil {
+			return nil, fmt.Errorf("add: cannot bound its memory: %w (--no-memory-check skips the bound)", err)
+		}
+		if mem.usable() == 0 {
+			return nil, fmt.Errorf("add: only %s of memory is available, below the %s kept for the system; nothing was created (--no-memory-check overrides)",
+				humanBytes(float64(mem.avail)), humanBytes(float64(mem.reserve())))
+		}
+	}
+	// The group is unique to this add: a batched delete of exactly these
+	// links can then delete the group without moving them first, and no
+	// other add's links are in it.
+	group := freeGroup(links)
+	hook("add-names", 0)
+	res := b.newResult("add")
+	if b.created {
+		res.Notes = append(res.Notes, fmt.Sprintf("created network namespace %s", b.o.Netns))
+	}
+	res.Kind = kind
+
+	perUnit := func() int {
+		if kind == "veth" {
+			return 2
+		}
+		return 1
+	}
+	if kind == "veth" {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d veth pairs (%d devices)", len(units), req.Count))
+	}
+	lat := make([]int64, len(units))
+	ok := make([]bool, len(units))
+	var firstErr error
+	requests := 0
+	measureFrom, measured := -1, false // the memory measurement's first unit; done
+	var m msg
+	start := time.Now()
+	probe := kind == "dummy" // the first request finds out whether dummy exists
+	for i := 0; i < len(units) && firstErr == nil; {
+		if err := ctx.Err(); err != nil {
+			firstErr = err
+			break
+		}
+		end := min(i+window, len(units))
+		if probe {
+			end = i + 1
+		} else if measureFrom < 0 && !b.o.NoMemoryCheck {
+			if mem, err = readMeminfo(); err != nil {
+				firstErr = fmt.Errorf("cannot bound the memory of add: %w (--no-memory-check skips the bound)", err)
+				break
+			}
+			measureFrom = i
+		}
+		// The window runs under a timeout: a create waits for the RTNL
+		// lock inside the kernel. Its goroutine writes only w, which is
+		// merged once it has finished.
+		w := addWindow{lat: make([]int64, end-i), ok: make([]bool, end-i), errAt: -1}
+		err := b.bounded(ackTimeout+time.Second, "create links", func() error {
+			return b.createWindow(&w, &m, kind, units[i:end], group, ackTimeout)
+		})
+		if err != nil {
+			requests += end - i
+			firstErr = fmt.Errorf("add: %w (the outcome of the last %d requests is unknown)", err, end-i)
+			break
+		}
+		requests += w.sent
+		copy(lat[i:end], w.lat)
+		copy(ok[i:end], w.ok)
+		firstErr = w.err
+		if w.sent < end-i && w.err == nil {
+			end = i + w.sent
+		}
+		hook("add-window", countOK(ok)*perUnit())
+		if probe {
+			probe = false
+			if firstErr != nil && errors.Is(firstErr, unix.EOPNOTSUPP) {
+				b.noDummy = true
+				if explicit {
+					firstErr = errNoDummy()
+					break
+				}
+				kind = "ifb"
+				res.Kind = kind
+				b.notef(res, "this kernel has no dummy link type; using ifb (choose with --kind)")
+				firstErr = nil
+				// Nothing was created: name the devices anew for ifb.
+				if units, err = b.plan(req.Template, kind, links, req.Count); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			i = end
+			continue
+		}
+		i = end
+		if firstErr != nil || measureFrom < 0 || i >= len(units) {
+			continue
+		}
+		now, err := readMeminfo()
+		if err != nil {
+			firstErr = fmt.Errorf("cannot bound the memory of add: %w (--no-memory-check skips the bound)", err)
+			break
+		}
+		if !measured {
+			measured = true
+			e := estimate(mem, now, countOK(ok[measureFrom:i]), len(units)-i)
+			if e.perUnit > 0 {
+				res.Counters = map[string]int64{"kernel_bytes_per_device": int64(e.perUnit) / int64(perUnit())}
+			}
+			if e.need > now.usable() {
+				return b.refuseMemory(res, req.Count, kind, group, e, perUnit(), countOK(ok))
+			}
+			continue
+		}
+		if now.usable() == 0 {
+			firstErr = fmt.Errorf("stopped: only %s of memory is left, below the %s kept for the system (--no-memory-check overrides)",
+				humanBytes(float64(now.avail)), humanBytes(float64(now.reserve())))
+		}
+	}
+	res.WallNS = int64(time.Since(start))
+	var okLat []int64
+	for j := range units {
+		if ok[j] {
+			res.Count += perUnit()
+			okLat = append(okLat, lat[j])
+		}
+	}
+	res.Latency = ndst.Summarize(okLat)
+	if res.Counters == nil {
+		res.Counters = map[string]int64{}
+	}
+	res.Counters["netlink_requests"] = int64(requests)
+	if firstErr == nil && b.vanished() {
+		firstErr = b.errVanished("add")
+	}
+	if firstErr != nil {
+		if errors.Is(firstErr, context.Canceled) || errors.Is(firstErr, context.DeadlineExceeded) {
+			firstErr = fmt.Errorf("add interrupted: %w", firstErr)
+		}
+		return fail(res, fmt.Errorf("%w (created %d of %d devices; each is whole, a rerun continues)", firstErr, res.Count, req.Count))
+	}
+	b.log.Debug("add", zap.Int("count", res.Count), zap.String("kind", kind), zap.Duration("wall", time.Duration(res.WallNS)))
+	return res, nil
+}
+
+// refuseMemory undoes an add whose first window showed that the rest would
+// not fit: it deletes the window's links (the add's own group) and fails
+// with the estimate.
+func (b *Backend) refuseMemory(res *ndst.Result, count int, kind string, group uint32, e memEstimate, perUnit, madeUnits int) (*ndst.Result, error) {
+	made := madeUnits * perUnit
+	total := e.perUnit * float64(count/perUnit)
+	why := fmt.Sprintf("add %d %s devices would need about %s of kernel memory (%s per device, measured on the first %d created); %s is available (MemAvailable %s less %s kept for the system)",
+		count, kind, humanBytes(total), humanBytes(e.perUnit/float64(perUnit)), e.units*perUnit,
+		humanBytes(float64(e.now.usable())), humanBytes(float64(e.now.avail)), humanBytes(float64(e.now.reserve())))
+	var m msg
+	seq := b.c.nextSeq()
+	appendDelLink(&m, seq, 0, group)
+	timeout := requestTimeout + time.Duration(made)*perDevice
+	err := b.bounded(timeout+time.Second, "delete group", func() error { return b.c.request(&m, seq, timeout) })
+	if err != nil {
+		res.Count = made
+		return fail(res, fmt.Errorf("%s; refused, but deleting the %d devices made to measure failed: %w (ndst del or reset removes them)", why, made, err))
+	}
+	res.Count = 0
+	res.Latency = nil
+	return fail(res, fmt.Errorf("%s; refused: nothing was created (the %d devices made to measure were deleted again); --no-memory-check overrides", why, made))
+}
+
+// addWindow is the outcome of one window of creates.
+type addWindow struct {
+	lat   []int64
+	ok    []bool
+	sent  int
+	err   error // the first failure, at index errAt of the window
+	errAt int
+}
+
+// createWindow sends one RTM_NEWLINK per unit, timing each send (the kernel
+// creates the link inside it), then reads the acknowledgements.
+func (b *Backend) createWindow(w *addWindow, m *msg, kind string, units []unit, group uint32, timeout time.Duration) error {
+	want := make(map[uint32]int, len(units))
+	for j, u := range units {
+		m.b = m.b[:0]
+		seq := b.c.nextSeq()
+		appendNewLink(m, seq, kind, u.name, u.peer, group)
+		t0 := time.Now()
+		err := b.c.send(m.b)
+		w.lat[j] = int64(time.Since(t0))
+		if err != nil {
+			w.err, w.errAt = fmt.Errorf("send RTM_NEWLINK for %s: %w", u.name, err), j
+			break
+		}
+		w.sent++
+		want[seq] = j
+	}
+	return b.c.acks(want, time.Now().Add(timeout), func(j int, err error) {
+		if err == nil {
+			w.ok[j] = true
+			return
+		}
+		if w.err == nil || j < w.errAt {
+			w.err, w.errAt = b.createError(units[j], kind, err), j
+		}
+	})
+}
+
+func countOK(ok []bool) int {
+	n := 0
+	for _, v := range ok {
+		if v {
+			n++
+		}
+	}
+	return n
+}
+
+func errNoDummy() error {
+	return errors.New("this kernel has no dummy link type (EOPNOTSUPP) and --kind dummy was given; use --kind ifb or veth")
+}
+
+// createError explains a failed RTM_NEWLINK.
+func (b *Backend) createError(u unit, kind string, err error) error {
+	name := u.name
+	if u.peer != "" {
+		name += "/" + u.peer
+	}
+	switch {
+	case errors.Is(err, unix.EEXIST):
+		return fmt.Errorf("create %s: a device with that name already exists in namespace %s: %w", name, b.o.Netns, err)
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("create %s: not permitted (CAP_NET_ADMIN in namespace %s): %w", name, b.o.Netns, err)
+	}
+	return fmt.Errorf("create %s (%s): %w", name, kind, err)
+}

@@ -1,0 +1,358 @@
+package nlbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/vishvananda/netlink"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// Del implements ndst.Backend (see the package doc).
+func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.ready(); err != nil {
+		return nil, err
+	}
+	if req.Start < 1 || req.Start > req.Stop {
+		return nil, ndst.Usagef("bad range %d %d; want 1 <= START <= STOP", req.Start, req.Stop)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	unlock, err := b.beginChange(ctx, "del")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	links, err := b.dump()
+	if err != nil {
+		return nil, fmt.Errorf("del: list devices in namespace %s: %w", b.o.Netns, err)
+	}
+	hook("del-listed", len(links))
+	res := b.newResult("del")
+	res.Batched = !req.OneByOne
+	sel, extraPeers, skipped := selectLinks(links, req.Start, req.Stop)
+	res.Skipped = skipped
+	if len(sel) == 0 {
+		owned := 0
+		for _, l := range links {
+			if Owned(l.Group) {
+				owned++
+			}
+		}
+		return fail(res, fmt.Errorf("del %d %d: %w created by ndst in namespace %s (it has %s; %s not created by ndst left alone)",
+			req.Start, req.Stop, ndst.ErrNoDevices, b.o.Netns, plural(owned, "such device"), plural(skipped, "device")))
+	}
+	if extraPeers > 0 {
+		with := "with their pairs"
+		if extraPeers == 1 {
+			with = "with its pair"
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("%s outside the range deleted %s", plural(extraPeers, "veth peer"), with))
+	}
+	if skipped > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s in the range not created by ndst (such as lo) left alone", plural(skipped, "device")))
+	}
+	res.Kind = kindOf(sel)
+	if req.OneByOne {
+		err = b.delOneByOne(ctx, res, links, sel)
+	} else {
+		err = b.delBatch(ctx, res, links, sel)
+	}
+	if err == nil && b.vanished() {
+		err = b.errVanished("del")
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("del interrupted: %w", err)
+		}
+		return fail(res, fmt.Errorf("%w (deleted %d of %d devices; a rerun continues)", err, res.Count, len(sel)))
+	}
+	b.log.Debug("del", zap.Int("count", res.Count), zap.Bool("batched", res.Batched), zap.Duration("wall", time.Duration(res.WallNS)))
+	return res, nil
+}
+
+// selectLinks returns the owned links with ifindex in [start, stop] plus the
+// owned veth peers of those (extra counts them), ordered by ifindex, and the
+// number of foreign links in the range (including veths whose peer is not
+// ndst's to delete).
+func selectLinks(links []link, start, stop int) (sel []link, extra, skipped int) {
+	byIndex := make(map[int]link, len(links))
+	for _, l := range links {
+		byIndex[l.Index] = l
+	}
+	chosen := map[int]bool{}
+	for _, l := range links {
+		if l.Index < start || l.Index > stop {
+			continue
+		}
+		if !Owned(l.Group) {
+			skipped++
+			continue
+		}
+		if l.Kind == "veth" {
+			p, ok := byIndex[l.Peer]
+			if l.Peer > 0 && (!l.PeerHere || !ok || !Owned(p.Group)) {
+				// Deleting this end would delete a peer that is not ours.
+				skipped++
+				continue
+			}
+			if ok && (p.Index < start || p.Index > stop) && !chosen[p.Index] {
+				chosen[p.Index] = true
+				extra++
+			}
+		}
+		chosen[l.Index] = true
+	}
+	for _, l := range links {
+		if chosen[l.Index] {
+			sel = append(sel, l)
+		}
+	}
+	sort.Slice(sel, func(i, j int) bool { return sel[i].Index < sel[j].Index })
+	return sel, extra, skipped
+}
+
+func kindOf(sel []link) string {
+	k := ""
+	for _, l := range sel {
+		switch {
+		case k == "":
+			k = l.Kind
+		case k != l.Kind:
+			return "mixed"
+		}
+	}
+	return k
+}
+
+// maxGroupDeletes bounds the group deletes of one batched del: a range
+// that covers more whole groups than this is moved to one group instead.
+const maxGroupDeletes = 4
+
+// wholeGroups returns the interface groups of sel when sel is exactly every
+// link of those groups, at most maxGroupDeletes of them; else nil.
+func wholeGroups(links, sel []link) []uint32 {
+	inSel := map[uint32]int{}
+	for _, l := range sel {
+		inSel[l.Group]++
+	}
+	if len(inSel) > maxGroupDeletes {
+		return nil
+	}
+	for _, l := range links {
+		if inSel[l.Group] > 0 {
+			inSel[l.Group]--
+		} else if _, ok := inSel[l.Group]; ok {
+			return nil // a link of the group outside sel
+		}
+	}
+	groups := make([]uint32, 0, len(inSel))
+	for _, l := range sel {
+		if !slices.Contains(groups, l.Group) {
+			groups = append(groups, l.Group)
+		}
+	}
+	return groups
+}
+
+// delBatch deletes exactly the links of sel, listed under the namespace
+// lock, with one RTM_DELLINK per interface group. A group holds only the
+// links of one add (or of one earlier delete's move), which no other add
+// ever joins, so when sel is every link of its groups (at most
+// maxGroupDeletes of them) those groups are deleted as they are. Otherwise
+// sel is first moved to a group unique to this delete (pipelined
+// RTM_SETLINKs) and that group is deleted: a link created after the
+// listing, by anyone, is in neither.
+func (b *Backend) delBatch(ctx context.Context, res *ndst.Result, links []link, sel []link) error {
+	groups := wholeGroups(links, sel)
+	requests := 0
+	start := time.Now()
+	moved := len(sel)
+	if groups == nil {
+		group := freeGroup(links)
+		groups = []uint32{group}
+		var err error
+		moved, requests, err = b.moveToGroup(ctx, sel, group)
+		if err != nil {
+			res.WallNS = int64(time.Since(start))
+			res.Counters = map[string]int64{"netlink_requests": int64(requests), "moved": int64(moved)}
+			if moved > 0 {
+				return fmt.Errorf("%w; nothing was deleted (%d devices were moved to group %d and remain ndst's)", err, moved, group)
+			}
+			return fmt.Errorf("%w; nothing was deleted", err)
+		}
+		res.Counters = map[string]int64{"moved": int64(moved)}
+	} else {
+		res.Counters = map[string]int64{}
+	}
+	count := map[uint32]int{}
+	for _, l := range sel {
+		count[l.Group]++
+	}
+	var del time.Duration
+	var cpu atomic.Int64
+	for _, group := range groups {
+		var m msg
+		seq := b.c.nextSeq()
+		appendDelLink(&m, seq, 0, group)
+		requests++
+		n := count[group]
+		if len(groups) == 1 {
+			n = moved
+		}
+		timeout := requestTimeout + time.Duration(n)*perDevice
+		t0 := time.Now()
+		err := b.bounded(timeout+time.Second, "delete group", func() error {
+			// The kernel handles the request in this thread's send: its CPU
+			// clock counts that work and not the sleeps in between.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0 := threadCPU()
+			err := b.c.request(&m, seq, timeout)
+			cpu.Add(threadCPU() - c0)
+			return err
+		})
+		del += time.Since(t0)
+		if err != nil {
+			res.WallNS = int64(time.Since(start))
+			res.Counters["netlink_requests"] = int64(requests)
+			return fmt.Errorf("delete interface group %d: %w", group, err)
+		}
+		res.Count += n
+	}
+	res.WallNS = int64(time.Since(start))
+	res.Counters["netlink_requests"] = int64(requests)
+	res.Counters["batches"] = int64(len(groups))
+	res.Counters["group_delete_ns"] = int64(del)
+	res.Counters["group_delete_cpu_ns"] = cpu.Load()
+	return nil
+}
+
+// freeGroup picks an owned group that no link uses, at random so that
+// ndst processes that do not share a lock (none should) rarely collide.
+func freeGroup(links []link) uint32 {
+	used := map[uint32]bool{GroupOwned: true}
+	for _, l := range links {
+		used[l.Group] = true
+	}
+	for {
+		g := OwnedGroupMin + uint32(rand.IntN(int(OwnedGroupMax-OwnedGroupMin))) + 1
+		if !used[g] {
+			return g
+		}
+	}
+}
+
+// moveToGroup moves sel to group with pipelined RTM_SETLINKs and returns
+// how many moved. Links that vanished meanwhile (ENODEV) are not counted.
+func (b *Backend) moveToGroup(ctx context.Context, sel []link, group uint32) (moved, requests int, err error) {
+	var m msg
+	for i := 0; i < len(sel); {
+		if err := ctx.Err(); err != nil {
+			return moved, requests, err
+		}
+		end := min(i+window, len(sel))
+		m.b = m.b[:0]
+		want := make(map[uint32]int, end-i)
+		for j := i; j < end; j++ {
+			seq := b.c.nextSeq()
+			appendSetGroup(&m, seq, sel[j].Index, group)
+			want[seq] = j
+		}
+		// One datagram carries the whole window: the kernel handles each
+		// message in turn and queues one acknowledgement per message. It
+		// runs under a timeout (RTNL waits); its goroutine writes only its
+		// own counters, read once it has finished.
+		requests += end - i
+		var n int
+		var firstErr error
+		err := b.bounded(ackTimeout+time.Second, "move devices", func() error {
+			if err := b.c.send(m.b); err != nil {
+				return err
+			}
+			return b.c.acks(want, time.Now().Add(ackTimeout), func(j int, e error) {
+				switch {
+				case e == nil:
+					n++
+				case errors.Is(e, unix.ENODEV):
+				case firstErr == nil:
+					firstErr = fmt.Errorf("move %s to group %d: %w", sel[j].Name, group, e)
+				}
+			})
+		})
+		if err != nil {
+			return moved, requests, fmt.Errorf("move devices to group %d: %w", group, err)
+		}
+		moved += n
+		if firstErr != nil {
+			return moved, requests, firstErr
+		}
+		hook("move-window", moved)
+		i = end
+	}
+	return moved, requests, nil
+}
+
+// delOneByOne deletes each link (each veth pair) with its own RTM_DELLINK,
+// waiting for each like `ip link del`.
+func (b *Backend) delOneByOne(ctx context.Context, res *ndst.Result, links []link, sel []link) error {
+	gone := map[int]bool{}
+	var lat []int64
+	requests := 0
+	vanished := 0
+	start := time.Now()
+	defer func() {
+		res.WallNS = int64(time.Since(start))
+		res.Latency = ndst.Summarize(lat)
+		res.Counters = map[string]int64{"netlink_requests": int64(requests), "batches": int64(requests)}
+		if vanished > 0 {
+			res.Counters["vanished"] = int64(vanished)
+		}
+	}()
+	byIndex := make(map[int]link, len(links))
+	for _, l := range links {
+		byIndex[l.Index] = l
+	}
+	for _, l := range sel {
+		if gone[l.Index] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := 1
+		if p, ok := byIndex[l.Peer]; ok && l.Kind == "veth" && l.Peer != l.Index {
+			gone[p.Index] = true
+			n = 2
+		}
+		gone[l.Index] = true
+		dev := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.Index, Name: l.Name}}
+		t0 := time.Now()
+		err := b.bounded(requestTimeout+time.Second, "delete "+l.Name, func() error { return b.h.LinkDel(dev) })
+		d := int64(time.Since(t0))
+		requests++
+		switch {
+		case err == nil:
+			res.Count += n
+			lat = append(lat, d)
+			hook("del-one", res.Count)
+		case errors.Is(err, unix.ENODEV):
+			vanished += n
+		default:
+			return fmt.Errorf("delete %s (ifindex %d): %w", l.Name, l.Index, err)
+		}
+	}
+	return nil
+}
