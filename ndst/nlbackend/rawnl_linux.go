@@ -264,44 +264,62 @@ func (c *conn) dumpOnce(timeout time.Duration) ([]link, bool, error) {
 	var links []link
 	intr := false
 	for {
-		// Parsed in place, without copies or per-attribute allocations:
-		// the dump is on the path of every add and del.
 		b, err := c.recvRaw(deadline)
 		if err != nil {
 			return nil, false, err
 		}
-		for len(b) >= unix.SizeofNlMsghdr {
-			l := int(native.Uint32(b))
-			if l < unix.SizeofNlMsghdr || l > len(b) {
-				return nil, false, fmt.Errorf("malformed netlink message (length %d of %d)", l, len(b))
-			}
-			typ, flags, mseq := native.Uint16(b[4:]), native.Uint16(b[6:]), native.Uint32(b[8:])
-			body := b[unix.SizeofNlMsghdr:l]
-			b = b[min(align4(l), len(b)):]
-			if mseq != seq {
-				continue
-			}
-			if flags&unix.NLM_F_DUMP_INTR != 0 {
-				intr = true
-			}
-			switch typ {
-			case unix.NLMSG_DONE:
-				return links, intr, nil
-			case unix.NLMSG_ERROR:
-				nm := syscall.NetlinkMessage{Header: syscall.NlMsghdr{Flags: flags, Seq: mseq}, Data: body}
-				if err := ackError(nm); err != nil {
-					return nil, false, err
-				}
-				return links, intr, nil
-			case unix.RTM_NEWLINK:
-				l, err := parseLink(body)
-				if err != nil {
-					return nil, false, err
-				}
-				links = append(links, l)
-			}
+		var done, chunkIntr bool
+		links, done, chunkIntr, err = parseDumpChunk(b, seq, links)
+		if err != nil {
+			return nil, false, err
+		}
+		intr = intr || chunkIntr
+		if done {
+			return links, intr, nil
 		}
 	}
+}
+
+// parseDumpChunk decodes one datagram of the answer to the link dump with
+// sequence number seq, appending its links to links. done reports the end
+// of the dump (NLMSG_DONE, or an NLMSG_ERROR acknowledgement), intr that
+// the kernel marked a message interrupted (NLM_F_DUMP_INTR); messages of
+// other sequence numbers are skipped. It parses in place, without copies or
+// per-attribute allocations (the dump is on the path of every add and del),
+// and never reads outside b: a malformed message is an error.
+func parseDumpChunk(b []byte, seq uint32, links []link) (_ []link, done, intr bool, err error) {
+	for len(b) >= unix.SizeofNlMsghdr {
+		l := int(native.Uint32(b))
+		if l < unix.SizeofNlMsghdr || l > len(b) {
+			return links, false, intr, fmt.Errorf("malformed netlink message (length %d of %d)", l, len(b))
+		}
+		typ, flags, mseq := native.Uint16(b[4:]), native.Uint16(b[6:]), native.Uint32(b[8:])
+		body := b[unix.SizeofNlMsghdr:l]
+		b = b[min(align4(l), len(b)):]
+		if mseq != seq {
+			continue
+		}
+		if flags&unix.NLM_F_DUMP_INTR != 0 {
+			intr = true
+		}
+		switch typ {
+		case unix.NLMSG_DONE:
+			return links, true, intr, nil
+		case unix.NLMSG_ERROR:
+			nm := syscall.NetlinkMessage{Header: syscall.NlMsghdr{Flags: flags, Seq: mseq}, Data: body}
+			if err := ackError(nm); err != nil {
+				return links, false, intr, err
+			}
+			return links, true, intr, nil
+		case unix.RTM_NEWLINK:
+			lk, err := parseLink(body)
+			if err != nil {
+				return links, false, intr, err
+			}
+			links = append(links, lk)
+		}
+	}
+	return links, false, intr, nil
 }
 
 // recvRaw reads one datagram into the connection's buffer (valid until the
