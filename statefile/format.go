@@ -173,10 +173,11 @@ func decodeBody(body string) (*State, error) {
 		// One-byte varints, by far the most common, inline; uvarint
 		// handles the rest and every error.
 		var delta, flags uint64
-		q, r := p+1, p+2
-		if r < len(s) && s[p]|s[p+1] < 0x80 {
-			delta, flags = uint64(s[p]), uint64(s[p+1])
+		var r int
+		if p+2 < len(s) && s[p]|s[p+1] < 0x80 {
+			delta, flags, r = uint64(s[p]), uint64(s[p+1]), p+2
 		} else {
+			var q int
 			if delta, q = uvarint(s, p); q < 0 {
 				return nil, entryErr(i, "ifindex delta", q)
 			}
