@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,7 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // DefaultPath is $XDG_STATE_HOME/ndst/state when XDG_STATE_HOME is set to an
@@ -27,25 +29,87 @@ func DefaultPath() (string, error) {
 	return filepath.Join(home, ".local", "state", "ndst", "state"), nil
 }
 
-// Load reads and validates the state file at path. A missing file is an empty
-// State and no error. A damaged file or one of another format version is an
-// error (a *FormatError naming path, wrapping ErrCorrupt or ErrVersion); it is
-// never replaced or repaired here.
-func Load(path string) (*State, error) {
-	f, err := os.Open(path)
+// checkPath refuses a state path that names a directory by its spelling
+// ("DIR/", ".", ".."), before anything is looked at or created.
+func checkPath(path string) error {
+	if path == "" {
+		return errors.New("the state path is empty; pass --state FILE")
+	}
+	base := filepath.Base(path)
+	if os.IsPathSeparator(path[len(path)-1]) || base == "." || base == ".." {
+		return fmt.Errorf("state path %q names a directory; --state takes a file, for example %s", path,
+			filepath.Join(path, "state"))
+	}
+	return nil
+}
+
+// linkHint is the advice for a state path that is a symbolic link.
+const linkHint = "ndst does not follow links for its state (one registry, one file, one lock): pass the link's target to --state"
+
+// foreign turns a safefile refusal of a state path into a *ForeignError.
+func foreign(path string, err error) error {
+	var nr *safefile.NotRegularError
+	if !errors.As(err, &nr) {
+		return err
+	}
+	hint := "ndst keeps its state only in regular files; pass --state a file path"
+	switch {
+	case nr.Mode&fs.ModeSymlink != 0:
+		hint = linkHint
+	case nr.Mode.IsDir():
+		hint = "--state takes a file, for example " + filepath.Join(path, "state")
+	}
+	return &ForeignError{Path: path, What: "state path", Hint: hint, err: err}
+}
+
+// checkOwned reports whether path exists and refuses it unless it is ndst's:
+// a regular file (not a link) that is empty or begins with the magic or a
+// prefix of it. Only those first bytes are read.
+func checkOwned(path string) (exists bool, err error) {
+	f, err := safefile.Open(path, safefile.NoLinks)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, foreign(path, fmt.Errorf("cannot read state file: %w", err))
+	}
+	defer f.Close()
+	head := make([]byte, len(magic))
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return true, fmt.Errorf("cannot read state file: %w", err)
+	}
+	if herr := checkHeader(head[:n]); errors.Is(herr, ErrForeign) {
+		return true, withPath(herr, path)
+	}
+	return true, nil
+}
+
+// Load reads and validates the state file at path; it is LoadContext without
+// cancellation.
+func Load(path string) (*State, error) { return LoadContext(context.Background(), path) }
+
+// LoadContext reads and validates the state file at path, stopping with
+// ctx.Err() when ctx is done. A missing file is an empty State and no
+// error. A damaged file or one of another format version is an error (a
+// *FormatError naming path, wrapping ErrCorrupt or ErrVersion); it is never
+// replaced or repaired here. A path that is not ndst's (see ErrForeign) is
+// refused without reading more than its first bytes.
+func LoadContext(ctx context.Context, path string) (*State, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	f, err := safefile.Open(path, safefile.NoLinks)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &State{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read state file: %w", err)
+		return nil, foreign(path, fmt.Errorf("cannot read state file: %w", err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("cannot read state file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, withPath(corruptf("not a regular file (%s)", fi.Mode().Type()), path)
 	}
 	size := fi.Size()
 	// Look at the header before reading (and allocating for) the rest, so a
@@ -73,7 +137,7 @@ func Load(path string) (*State, error) {
 	body.Grow(int(size - headerSize))
 	crc := crc32.New(castagnoli)
 	crc.Write(hdr[:12])
-	if n, err := io.Copy(io.MultiWriter(&body, crc), io.LimitReader(f, size-headerSize)); err != nil {
+	if n, err := io.Copy(io.MultiWriter(&body, crc), safefile.NewReader(ctx, io.LimitReader(f, size-headerSize))); err != nil {
 		return nil, readErr(err, path)
 	} else if n != size-headerSize {
 		return nil, withPath(corruptf("truncated while reading"), path)
@@ -111,7 +175,8 @@ var beforeRename func(tmp string)
 // written, synced and renamed over path, and the directory is synced, so a
 // crash at any point leaves either the old file or the new one. The file's
 // mode is 0600; a missing directory is created with mode 0700. An invalid s
-// (error wrapping ErrInvalid) writes nothing.
+// (error wrapping ErrInvalid) writes nothing, and so does a path that is not
+// ndst's (ErrForeign).
 //
 // Call Save while holding Lock(path): after a successful rename it removes
 // temporary files that earlier, interrupted Saves left behind.
@@ -120,64 +185,28 @@ func Save(path string, s *State) error {
 	if err != nil {
 		return fmt.Errorf("not saving state file %s: %w", path, err)
 	}
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	if _, err := checkOwned(path); err != nil {
+		return err
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
-	}
-	if base == "" {
-		return fmt.Errorf("not saving state file %q: the path names a directory", path)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cannot create the state directory: %w", err)
 	}
 	prefix := base + ".tmp-"
-	f, err := os.CreateTemp(dir, prefix+"*")
-	if err != nil {
-		return fmt.Errorf("cannot write state file %s: %w", path, err)
-	}
-	tmp := f.Name()
-	if err := writeSynced(f, data); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("cannot write state file %s: %w", path, err)
-	}
-	if beforeRename != nil {
-		beforeRename(tmp)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("cannot replace state file: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("state file %s was replaced, but syncing its directory failed: %w", path, err)
+	err = safefile.Replace(path, 0o600, data, &safefile.ReplaceOptions{TempPattern: prefix + "*", BeforeRename: beforeRename})
+	switch {
+	case cannotWrite(err):
+		return fmt.Errorf("cannot write state file %s: its directory takes no new files (%v)", path, unwrapPath(err))
+	case err != nil:
+		return fmt.Errorf("cannot write state file %s: %w", path, foreign(path, err))
 	}
 	removeLeftovers(dir, prefix)
-	return nil
-}
-
-// writeSynced writes data to f, makes its mode 0600, syncs and closes it.
-func writeSynced(f *os.File, data []byte) error {
-	_, err := f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o600) // CreateTemp already uses 0600; make it explicit.
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return err
-	}
 	return nil
 }
 

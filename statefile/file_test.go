@@ -125,7 +125,15 @@ func TestLoadCorrupt(t *testing.T) {
 				t.Fatalf("Load(%s) = %+v, %v; want *FormatError for %s wrapping %v", tt.name, st, err, path, tt.kind)
 			}
 			msg := err.Error()
-			for _, want := range []string{"state file " + path + " ", "ndst --state " + path + " reset"} {
+			wants := []string{"state file " + path + " ", "ndst --state " + path + " reset"}
+			if tt.kind == ErrForeign {
+				// Not ndst's: never suggest removing it.
+				wants = []string{path + " is not an ndst state file", "pass --state a new path"}
+				if strings.Contains(msg, "reset") {
+					t.Errorf("Load(%s) error = %q suggests a reset for a file that is not ndst's", tt.name, msg)
+				}
+			}
+			for _, want := range wants {
 				if !strings.Contains(msg, want) {
 					t.Errorf("Load(%s) error = %q, want it to contain %q", tt.name, msg, want)
 				}
@@ -164,7 +172,7 @@ func TestLoadHugeFiles(t *testing.T) {
 		size   int64
 		want   string
 	}{
-		{"zeros", nil, 3 << 30, "bad magic"},
+		{"zeros", nil, 3 << 30, "does not begin with"},
 		{"header announces small body", validSample()[:headerSize], 3 << 30, "trailing garbage"},
 		{"header announces huge body", announced(0xFFFFFFF0), 0xFFFFFFF0 + headerSize, "limit"},
 		{"short of a huge body", announced(0xFFFFFFF0), 1 << 20, "truncated"},
@@ -186,20 +194,13 @@ func TestLoadHugeFiles(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			_, err = Load(path)
 			runtime.ReadMemStats(&after)
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Load(%s) error = %v, want ErrCorrupt containing %q", tt.name, err, tt.want)
+			if !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrForeign)) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load(%s) error = %v, want ErrCorrupt or ErrForeign containing %q", tt.name, err, tt.want)
 			}
 			if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 				t.Errorf("Load(%s) allocated %d bytes, want <= 1 MiB", tt.name, got)
 			}
 		})
-	}
-}
-
-func TestLoadNotRegular(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := Load(dir); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file") {
-		t.Errorf("Load(directory) error = %v, want ErrCorrupt: not a regular file", err)
 	}
 }
 

@@ -127,7 +127,7 @@ func checkSum(header []byte, computed uint32) error {
 func checkHeader(data []byte) error {
 	n := min(len(data), len(magic))
 	if string(data[:n]) != magic[:n] {
-		return corruptf("not an ndst state file: bad magic")
+		return &FormatError{Reason: "it does not begin with \"" + magic + "\"", kind: ErrForeign}
 	}
 	if len(data) < headerSize {
 		if len(data) == 0 {

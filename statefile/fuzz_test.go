@@ -48,14 +48,17 @@ func resealed(data []byte) []byte {
 }
 
 // checkDecode is the fuzz property: Decode never panics, fails only with a
-// *FormatError, allocates in proportion to its input, and what it accepts
+// *FormatError (ErrForeign exactly when the magic is missing), allocates in proportion to its input, and what it accepts
 // re-encodes to exactly the same bytes.
 func checkDecode(t *testing.T, data []byte) {
 	st, err := Decode(data)
 	if err != nil {
 		var fe *FormatError
-		if !errors.As(err, &fe) || !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrVersion) {
-			t.Fatalf("Decode(%q) error = %#v, want a *FormatError wrapping ErrCorrupt or ErrVersion", data, err)
+		if !errors.As(err, &fe) || !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrForeign) {
+			t.Fatalf("Decode(%q) error = %#v, want a *FormatError wrapping ErrCorrupt, ErrVersion or ErrForeign", data, err)
+		}
+		if errors.Is(err, ErrForeign) != (len(data) >= len(magic) && string(data[:len(magic)]) != magic || len(data) < len(magic) && string(data) != magic[:len(data)]) {
+			t.Fatalf("Decode(%q) error = %v: ErrForeign must mean exactly that the data does not begin with the magic", data, err)
 		}
 		return
 	}

@@ -101,6 +101,22 @@ func runHelper(name string) int {
 			return fail(err)
 		}
 		return 0
+	case "readonly":
+		// Lock, load and try to save where the directory takes no new
+		// files; print what happened, one line each.
+		l, err := Lock(path, wait)
+		if err != nil {
+			return fail(err)
+		}
+		defer l.Unlock()
+		fmt.Printf("readonly: %s\n", l.ReadOnly())
+		st, err := Load(path)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Printf("loaded %d\n", len(st.Devices))
+		fmt.Printf("save: %v\n", Save(path, manyDevices(1)))
+		return 0
 	case "crash-save":
 		// Save a new state but die, as if killed, just before the rename.
 		beforeRename = func(string) {

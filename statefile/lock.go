@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,13 +13,14 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // FileLock is an exclusive lock on a state file, held from Lock to Unlock.
 type FileLock struct {
-	f    *os.File
-	path string
+	f        *os.File
+	path     string
+	readOnly string
 }
 
 // LockedError reports that another process held the lock for the whole wait.
@@ -47,38 +50,69 @@ const (
 	pollMax   = 50 * time.Millisecond
 )
 
+// maxLockContent is the most a lock file may hold: a PID and a newline.
+const maxLockContent = 24
+
 // Lock takes the exclusive lock for the state file at path, for a whole
 // read-modify-write command. It is LockContext without cancellation.
 func Lock(path string, wait time.Duration) (*FileLock, error) {
 	return LockContext(context.Background(), path, wait)
 }
 
-// LockContext takes the exclusive lock for the state file at path: flock(2)
-// on path+".lock", created with mode 0600 (and its directory with 0700) if
-// missing. It retries for up to wait (0: try once), then returns a
-// *LockedError naming the holder's PID. It stops early, with an error
-// wrapping ctx.Err(), when ctx is done. On success the lock file holds this process's PID.
+// LockContext takes the exclusive lock for the state file at path: an
+// advisory lock (flock(2); LockFileEx on Windows) on path+".lock", created
+// with mode 0600 (and its directory with 0700) if missing. It retries for up
+// to wait (0: try once), then returns a *LockedError naming the holder's
+// PID. It stops early, with an error wrapping ctx.Err(), when ctx is done.
+// On success the lock file holds this process's PID.
+//
+// Before creating anything it checks that path may be ndst's: a missing
+// file, or a regular file that is (or was, if corrupt) an ndst state file.
+// A directory, a symbolic link, a FIFO, a device or another program's file
+// is refused with an error wrapping ErrForeign, and no lock file is made
+// beside it. An existing lock file must itself be a regular file holding
+// nothing but a PID.
+//
+// When the directory does not let this process create the lock file (a
+// read-only file system, or no write permission), nothing can be locked,
+// but nothing needs to be: this process cannot write the state there either
+// (Save creates its temporary file in the same directory), and a reader
+// needs no lock because Save replaces the file by an atomic rename. The
+// returned lock then holds nothing and ReadOnly says why; Load works, Save
+// fails.
 //
 // The kernel releases the lock when the holder's file is closed, including
 // when the holder dies, so a lock file left behind never blocks anyone.
 func LockContext(ctx context.Context, path string, wait time.Duration) (*FileLock, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	if _, err := checkOwned(path); err != nil {
+		return nil, err
+	}
 	lp := path + ".lock"
 	if err := os.MkdirAll(filepath.Dir(lp), 0o700); err != nil {
+		if cannotWrite(err) {
+			return &FileLock{path: path, readOnly: "cannot create the state directory: " + unwrapPath(err).Error()}, nil
+		}
 		return nil, fmt.Errorf("cannot create the state directory: %w", err)
 	}
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := openLockFile(lp)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open lock file: %w", err)
+		if ro, ok := err.(readOnlyDir); ok {
+			return &FileLock{path: path, readOnly: string(ro)}, nil
+		}
+		return nil, err
 	}
 	start := time.Now()
 	deadline := start.Add(max(wait, 0))
 	delay := pollFirst
 	for {
-		err := flock(f, unix.LOCK_EX|unix.LOCK_NB)
+		err := tryLock(f)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
+		if !errors.Is(err, errBusy) {
 			f.Close()
 			return nil, fmt.Errorf("cannot lock %s: %w", lp, err)
 		}
@@ -98,32 +132,79 @@ func LockContext(ctx context.Context, path string, wait time.Duration) (*FileLoc
 		}
 		delay = min(2*delay, pollMax)
 	}
-	// Record the holder for anyone who waits on us. Best effort: without
-	// it a waiter's message says "pid unknown", nothing worse.
+	// Record the holder for anyone who waits on us. Best effort (a lock
+	// file opened read-only cannot take it): without it a waiter's message
+	// says "pid unknown", nothing worse.
 	if f.Truncate(0) == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &FileLock{f: f, path: path}, nil
 }
 
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	err = rc.Control(func(fd uintptr) {
-		for {
-			ferr = unix.Flock(int(fd), how)
-			if ferr != unix.EINTR {
-				return
-			}
+// readOnlyDir is openLockFile's answer when the directory takes no new file.
+type readOnlyDir string
+
+func (r readOnlyDir) Error() string { return string(r) }
+
+// openLockFile opens (or creates) the lock file: a regular file, never
+// through a link, holding at most a PID. An existing lock file this process
+// may not write is opened read-only, which is enough to lock it.
+func openLockFile(lp string) (*os.File, error) {
+	f, err := safefile.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o600, safefile.NoLinks)
+	if err != nil && cannotWrite(err) {
+		if _, serr := os.Lstat(lp); errors.Is(serr, fs.ErrNotExist) {
+			return nil, readOnlyDir(fmt.Sprintf("cannot create lock file %s (%v)", lp, unwrapPath(err)))
 		}
-	})
-	if err != nil {
-		return err
+		f, err = safefile.OpenFile(lp, os.O_RDONLY, 0, safefile.NoLinks)
 	}
-	return ferr
+	if err != nil {
+		var nr *safefile.NotRegularError
+		if errors.As(err, &nr) {
+			return nil, &ForeignError{Path: lp, What: "lock file", err: err,
+				Hint: "ndst keeps its lock in a regular file beside the state file; move " + lp + " away"}
+		}
+		return nil, fmt.Errorf("cannot open lock file: %w", err)
+	}
+	buf := make([]byte, maxLockContent+1)
+	n, rerr := f.ReadAt(buf, 0)
+	if rerr != nil && rerr != io.EOF {
+		f.Close()
+		return nil, fmt.Errorf("cannot read lock file %s: %w", lp, rerr)
+	}
+	if !isPIDContent(buf[:n]) {
+		f.Close()
+		return nil, &ForeignError{Path: lp, What: "lock file", Hint: "it holds something other than an ndst PID, so ndst leaves it alone; move it away if it is not yours"}
+	}
+	return f, nil
+}
+
+// isPIDContent reports whether b is what ndst writes to a lock file: nothing,
+// or a decimal PID and a newline.
+func isPIDContent(b []byte) bool {
+	if len(b) > maxLockContent {
+		return false
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// cannotWrite reports whether err says the file system or the permissions
+// forbid writing.
+func cannotWrite(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // readPID returns the PID recorded in the lock file, 0 if there is none.
@@ -140,6 +221,11 @@ func readPID(f *os.File) int {
 // Path returns the state file this lock guards.
 func (l *FileLock) Path() string { return l.path }
 
+// ReadOnly is empty when the lock is held; otherwise it says why nothing
+// could be locked (the directory takes no new files), in which case this
+// process can read the state but not save it.
+func (l *FileLock) ReadOnly() string { return l.readOnly }
+
 // Unlock clears the recorded PID and releases the lock. Calling it again does
 // nothing.
 func (l *FileLock) Unlock() error {
@@ -149,7 +235,7 @@ func (l *FileLock) Unlock() error {
 	f := l.f
 	l.f = nil
 	f.Truncate(0) // best effort: a stale PID is harmless, the lock is what counts
-	err := flock(f, unix.LOCK_UN)
+	err := unlock(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -32,7 +32,8 @@
 //     input Decode accepts, Encode of the result reproduces the input byte for
 //     byte. Anything else is an error wrapping ErrCorrupt (damage) or
 //     ErrVersion (a format this code does not read); nothing is ever silently
-//     reset or repaired.
+//     reset or repaired. Bytes that do not begin with the magic wrap
+//     ErrForeign instead: they are not ndst's.
 //   - A valid State has 0 <= NextIfindex <= 2^31-1, devices in strictly
 //     ascending ifindex order with 1 <= ifindex <= 2^31-1, and unique names
 //     that the kernel would accept (1..15 bytes, not "." or "..", no '/',
@@ -51,16 +52,33 @@
 //     to a temporary file in the same directory, which is synced, renamed
 //     over path, and the directory synced. The file's mode is 0600.
 //   - Lock serialises whole read-modify-write commands between processes with
-//     flock(2) on the sidecar path+".lock", which records the holder's PID.
-//     The kernel drops the lock when its holder dies, so a lock file left by a
-//     dead process never blocks.
+//     flock(2) (LockFileEx on Windows) on the sidecar path+".lock", which
+//     records the holder's PID. The kernel drops the lock when its holder
+//     dies, so a lock file left by a dead process never blocks.
+//   - ndst touches only its own files. A state path must be missing or a
+//     regular file that begins like an ndst state file (or is empty, or a
+//     prefix of the magic: clearly ndst's, clearly damaged). Anything else
+//     (a directory, a FIFO, a device, another program's file) is refused by
+//     Lock, Load, Save and Reset with an error wrapping ErrForeign, and no
+//     lock file is created beside it. Every file is opened without
+//     blocking and read with a bound (package safefile).
+//   - Symbolic links are refused, never followed, as the state path and as
+//     the lock file: following one would read through the link and then
+//     replace the link by a regular file (the rename), leaving the target
+//     stale and two lock files for one registry. Links in the directories
+//     above the state file are followed as usual.
+//   - Reset removes a valid state file, moves a corrupt one (or one of
+//     another format version) aside to path+".corrupt" (or ".vN"), never
+//     overwriting an earlier copy, and refuses anything else.
 package statefile
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/ndst-project/ndst/ifname"
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // Version is the format version this package writes and reads.
@@ -103,7 +121,41 @@ var (
 	// ErrInvalid: Save or Encode was handed a State that breaks the
 	// invariants; nothing was written.
 	ErrInvalid = errors.New("invalid state")
+	// ErrForeign: the path is not ndst's to read, replace or remove: not a
+	// regular file, a symbolic link, or a file that is not ndst state.
+	ErrForeign = errors.New("not an ndst state file")
 )
+
+// ForeignError reports a path ndst refuses to use for its state, its lock or
+// a reset. It wraps ErrForeign (and, for a path that is not a regular file,
+// the *safefile.NotRegularError that says what it is).
+type ForeignError struct {
+	Path string
+	// What is "state path" or "lock file".
+	What string
+	// Hint says what to do instead.
+	Hint string
+	err  error
+}
+
+func (e *ForeignError) Error() string {
+	var nr *safefile.NotRegularError
+	switch {
+	case errors.As(e.err, &nr) && nr.Mode&fs.ModeSymlink != 0:
+		return fmt.Sprintf("%s %s is a symbolic link (to %s); %s", e.What, e.Path, nr.Target, e.Hint)
+	case errors.As(e.err, &nr):
+		return fmt.Sprintf("%s %s is %s, not a state file; %s", e.What, e.Path, safefile.Describe(nr.Mode), e.Hint)
+	}
+	return fmt.Sprintf("%s %s is not ndst's: %s", e.What, e.Path, e.Hint)
+}
+
+// Unwrap returns ErrForeign and the underlying error.
+func (e *ForeignError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrForeign}
+	}
+	return []error{ErrForeign, e.err}
+}
 
 // resetHint is the suggested fix printed with every corruption error; it
 // names the file, so following it never removes a different state file.
@@ -114,8 +166,9 @@ func resetHint(path string) string {
 	return fmt.Sprintf("move it away or run 'ndst --state %s reset'", path)
 }
 
-// FormatError reports a state file that cannot be read: corruption or an
-// unsupported version. It wraps ErrCorrupt or ErrVersion.
+// FormatError reports a state file that cannot be read: corruption, an
+// unsupported version, or content that is not ndst state at all. It wraps
+// ErrCorrupt, ErrVersion or ErrForeign.
 type FormatError struct {
 	// Path is the file's path; empty when decoding bytes from elsewhere.
 	Path string
@@ -131,6 +184,13 @@ func (e *FormatError) Error() string {
 	if e.Path != "" {
 		what = "state file " + e.Path
 	}
+	if e.kind == ErrForeign {
+		if e.Path == "" {
+			return fmt.Sprintf("not ndst state data (%s)", e.Reason)
+		}
+		return fmt.Sprintf("%s is not an ndst state file (%s); ndst reads, replaces and removes only its own state files: pass --state a new path or one ndst wrote",
+			e.Path, e.Reason)
+	}
 	if e.kind == ErrVersion {
 		if e.Version > Version {
 			return fmt.Sprintf("%s has format version %d, newer than this ndst reads (version %d); use a newer ndst, or %s",
@@ -142,7 +202,7 @@ func (e *FormatError) Error() string {
 	return fmt.Sprintf("%s is corrupt (%s); %s", what, e.Reason, resetHint(e.Path))
 }
 
-// Unwrap returns ErrCorrupt or ErrVersion.
+// Unwrap returns ErrCorrupt, ErrVersion or ErrForeign.
 func (e *FormatError) Unwrap() error { return e.kind }
 
 func corruptf(format string, args ...any) *FormatError {

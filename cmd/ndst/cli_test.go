@@ -170,7 +170,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 
 func TestCorruptStateIsReportedNotReplaced(t *testing.T) {
 	for _, tc := range []struct{ name, content string }{
-		{"garbage", "this is not a state file\n"},
+		{"garbage after the magic", "NDSTSF\x01\x00 this is not a state file\n"},
 		{"truncated", ""}, // filled below from a real file
 	} {
 		state := tempState(t)
@@ -244,11 +244,14 @@ func TestListShowsDevices(t *testing.T) {
 
 func TestResetRemovesACorruptState(t *testing.T) {
 	state := tempState(t)
-	if err := os.WriteFile(state, []byte("garbage"), 0o600); err != nil {
+	if err := os.WriteFile(state, []byte("NDSTSF garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, e, c := ndstRun(t, state, "reset"); c != 0 {
-		t.Fatalf("reset = exit %d: %s", c, e)
+	if out, e, c := ndstRun(t, state, "reset"); c != 0 || !strings.Contains(out, "moved it to "+state+".corrupt") {
+		t.Fatalf("reset = exit %d: %q %q; want the corrupt file moved to %s.corrupt", c, out, e, state)
+	}
+	if b, _ := os.ReadFile(state + ".corrupt"); string(b) != "NDSTSF garbage" {
+		t.Errorf("%s.corrupt = %q, want the corrupt file's bytes", state, b)
 	}
 	out, e, c := ndstRun(t, state, "--json", "add", "2")
 	if c != 0 || !strings.Contains(out, `"count":2`) {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/ndst-project/ndst/ndst"
@@ -21,7 +18,9 @@ func newResetCmd(g *globalOptions) *cobra.Command {
 		Short: "Forget every device: remove the emulated state file, or delete the netlink backend's namespace",
 		Long: `With --backend sim (the default), remove the emulated registry's state file
 (taking its lock first, so a running ndst is not disturbed). This is also the
-fix for a corrupt state file.
+fix for a corrupt state file, which is kept as FILE.corrupt. Only ndst's own
+state file is touched: any other file, a directory, a link or a device named
+by --state is refused and left alone.
 With --backend netlink, delete ndst's network namespace (--netns) and wait
 until its devices are gone. The host's root namespace is never touched.`,
 		Args: exactArgs(0, "no arguments"),
@@ -51,22 +50,14 @@ until its devices are gone. The host's root namespace is never touched.`,
 					return err
 				}
 			}
-			lock, err := statefile.LockContext(ctx, path, g.waitLock)
+			rep, err := statefile.Reset(ctx, path, g.waitLock)
 			if err != nil {
 				return err
 			}
-			defer lock.Unlock()
-			r := resetJSON{Op: "reset", Backend: "sim", State: path, Result: ndst.ResultOK}
-			removed := false
+			r := resetJSON{Op: "reset", Backend: "sim", State: path, Result: ndst.ResultOK, Kept: rep.Kept}
+			removed := rep.Existed
 			r.Removed = &removed
-			switch err := os.Remove(path); {
-			case errors.Is(err, fs.ErrNotExist):
-				return g.printReset(r, fmt.Sprintf("reset: no state file at %s; nothing to do", path))
-			case err != nil:
-				return err
-			}
-			removed = true
-			return g.printReset(r, fmt.Sprintf("reset: removed %s", path))
+			return g.printReset(r, "reset: "+rep.String())
 		},
 	}
 }
@@ -77,6 +68,7 @@ type resetJSON struct {
 	Backend string `json:"backend"`
 	State   string `json:"state,omitempty"`
 	Removed *bool  `json:"removed,omitempty"`
+	Kept    string `json:"kept,omitempty"` // where a corrupt state file was moved
 	Netns   string `json:"netns,omitempty"`
 	Result  string `json:"result"`
 }

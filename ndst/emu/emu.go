@@ -170,7 +170,7 @@ func Open(ctx context.Context, c Config) (*Backend, error) {
 	if b.lock, err = statefile.LockContext(ctx, c.StatePath, c.WaitLock); err != nil {
 		return nil, err
 	}
-	if b.state, err = statefile.Load(c.StatePath); err != nil {
+	if b.state, err = statefile.LoadContext(ctx, c.StatePath); err != nil {
 		_ = b.lock.Unlock()
 		return nil, err
 	}
