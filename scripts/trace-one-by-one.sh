@@ -3,7 +3,7 @@
 # on the tick grid, what each delete waits for.
 #
 # usage: scripts/trace-one-by-one.sh [-k K] [--first-fqs LIST] [--recorder tracefs|perf|both]
-#                                    [--no-stacks] [--stack-interval-us N] [--out DIR]
+#          [--no-stacks] [--stack-interval-us N] [--wait-idle SECS] [--out DIR]
 #
 # For each value in LIST of /sys/module/rcutree/parameters/jiffies_till_first_fqs
 # ("current", the default, leaves it alone; e.g. --first-fqs current,0 also runs
@@ -20,6 +20,12 @@
 # task's /proc/PID/stack every N us into the instance's trace_marker: the
 # sampler runs on a CPU too, so that pass is kept apart from the clean one.
 # Each trace is then explained by `go run ./scripts/teardowntrace`.
+#
+# The shape depends on what the other CPUs do (an idle CPU with its tick
+# stopped is reported differently from a busy one), so before each pass the
+# script measures every CPU's idle share over half a second and records it;
+# --wait-idle SECS first waits, up to SECS, for all CPUs to be at least 90%
+# idle (it goes on, and says so, if they never are).
 #
 # Output: DIR (default /tmp/ndst-trace-DATE-PID) holds meta.txt (kernel,
 # parameters, load, lost-event counts), PASS.trace (tracefs text) or
@@ -49,6 +55,7 @@ fqs_list=current
 recorder=both
 stacks=1
 stack_us=500
+wait_idle=0
 out=""
 while [[ $# -gt 0 ]]; do
 	case "$1" in
@@ -59,6 +66,7 @@ while [[ $# -gt 0 ]]; do
 	--recorder=*) recorder=${1#*=} ;;
 	--no-stacks) stacks=0 ;;
 	--stack-interval-us) [[ $# -ge 2 ]] || usage; stack_us=$2; shift ;;
+	--wait-idle) [[ $# -ge 2 ]] || usage; wait_idle=$2; shift ;;
 	--out) [[ $# -ge 2 ]] || usage; out=$2; shift ;;
 	--out=*) out=${1#*=} ;;
 	-h | --help) usage ;;
@@ -69,6 +77,7 @@ done
 [[ $k =~ ^[1-9][0-9]*$ ]] && ((k <= 5000)) || { echo "$prog: -k wants 1..5000 links, got '$k'" >&2; exit 2; }
 [[ $stack_us =~ ^[1-9][0-9]*$ ]] && ((stack_us >= 100 && stack_us <= 100000)) ||
 	{ echo "$prog: --stack-interval-us wants 100..100000, got '$stack_us'" >&2; exit 2; }
+[[ $wait_idle =~ ^[0-9]+$ ]] && ((wait_idle <= 3600)) || { echo "$prog: --wait-idle wants 0..3600 seconds, got '$wait_idle'" >&2; exit 2; }
 case $recorder in tracefs | perf | both) ;; *) echo "$prog: --recorder wants tracefs, perf or both, got '$recorder'" >&2; exit 2 ;; esac
 IFS=, read -r -a fqs_values <<<"$fqs_list"
 ((${#fqs_values[@]})) || { echo "$prog: --first-fqs wants a list such as current,0" >&2; exit 2; }
@@ -283,14 +292,50 @@ perf_pass() {
 	trace_file=$out/$name.perf.txt
 }
 
+# cpu_idle: every CPU's idle share (idle+iowait) over 0.5 s, e.g. "cpu0 97% cpu1 99%";
+# sets min_idle to the lowest.
+cpu_idle() {
+	local -a a b
+	mapfile -t a < <(grep -E '^cpu[0-9]+ ' /proc/stat)
+	sleep 0.5
+	mapfile -t b < <(grep -E '^cpu[0-9]+ ' /proc/stat)
+	local i out="" x y tot idl p
+	min_idle=100
+	for i in "${!a[@]}"; do
+		read -r -a x <<<"${a[i]}"
+		read -r -a y <<<"${b[i]}"
+		tot=0
+		for f in 1 2 3 4 5 6 7 8; do tot=$((tot + y[f] - x[f])); done
+		idl=$((y[4] - x[4] + y[5] - x[5]))
+		p=100
+		((tot > 0)) && p=$((100 * idl / tot))
+		((p < min_idle)) && min_idle=$p
+		out+="${x[0]} $p% "
+	done
+	idle_line=${out% }
+}
+
+wait_for_idle() {
+	local deadline=$((SECONDS + wait_idle))
+	cpu_idle
+	while ((min_idle < 90 && SECONDS < deadline)); do
+		cpu_idle
+	done
+	if ((wait_idle > 0 && min_idle < 90)); then
+		echo "$prog: the CPUs were not all 90% idle within ${wait_idle}s ($idle_line); tracing anyway" >&2
+	fi
+}
+
 passes=()
 run_pass() { # recorder stack_us
 	local rec=$1 us=$2 v name
 	v=$(<"$fqs_param")
 	name=fqs$v-$rec
 	((us > 0)) && name+=-stacks
-	echo "$prog: pass $name" >&2
 	make_links "$name"
+	wait_for_idle
+	echo "$prog: pass $name (CPU idle before: $idle_line)" >&2
+	echo "[$name] CPU idle share in the 0.5 s before: $idle_line" >>"$out/meta.txt"
 	case $rec in
 	tracefs) tracefs_pass "$name" "$us" ;;
 	perf) perf_pass "$name" ;;
@@ -312,6 +357,7 @@ done
 for name in "${passes[@]}"; do
 	echo
 	echo "################ $name"
+	grep -F "[$name]" "$out/meta.txt" || true
 	# header, histogram and the summaries; the per-delete lines and timelines are in the file.
 	awk '/^== per delete/{skip=1} /^== summary/{skip=0} /^== timeline/{skip=1} /^== \/proc/{skip=0} !skip' "$out/$name.txt"
 done
