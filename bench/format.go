@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/safefile"
 )
 
 type latT = ndst.Latency
@@ -181,18 +181,11 @@ func resultText(r Record) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteFile creates path and fills it with write; the file is closed, and a
-// failed write names the path.
+// WriteFile creates path (or truncates it, if it is a regular file; anything
+// else is refused without blocking, see package safefile) and fills it with
+// write; a failed write names the path.
 func WriteFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
+	return safefile.WriteFile(path, 0o644, safefile.FollowLinks, write)
 }
 
 // FormatDuration prints nanoseconds the way time(1) users read them.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // PredictProfile is the emulated profile a prediction runs: the modern
@@ -361,7 +361,7 @@ func (p *Prediction) WriteTable(w io.Writer) error {
 
 // loadAvg is the first three fields of /proc/loadavg ("" when unreadable).
 func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
+	b, err := safefile.ReadKernelFile("/proc/loadavg")
 	if err != nil {
 		return ""
 	}

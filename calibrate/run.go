@@ -13,6 +13,7 @@ import (
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // Run calibrates the host (see the package doc). It needs the privileges of
@@ -199,26 +200,10 @@ func Save(t *costs.Table, path string) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".ndst-costs-*")
-	if err != nil {
-		return fmt.Errorf("write cost table: %w", err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(append(data, '\n'))
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write cost table %s: %w", path, werr)
+	// Replace refuses a link, a directory or a device at path: renaming
+	// over one would replace it with this file.
+	if err := safefile.Replace(path, 0o644, append(data, '\n'), &safefile.ReplaceOptions{TempPattern: ".ndst-costs-*"}); err != nil {
+		return fmt.Errorf("write cost table %s: %w", path, err)
 	}
 	if _, err := costs.Load(path); err != nil {
 		return fmt.Errorf("the written table does not load back: %w", err)

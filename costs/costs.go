@@ -11,10 +11,12 @@
 package costs
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // Op names one charged operation of the emulated kernel.
@@ -138,9 +140,14 @@ func (t *Table) Lookup(op Op) int64 {
 	return Default().Costs[op]
 }
 
-// Load reads a table from a JSON file and checks it.
+// MaxFileSize bounds the cost tables Load reads; a table is a few hundred
+// bytes.
+const MaxFileSize = 1 << 20
+
+// Load reads a table from a JSON file (a regular file of at most MaxFileSize
+// bytes, see package safefile) and checks it.
 func Load(path string) (*Table, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(context.Background(), path, MaxFileSize, safefile.FollowLinks)
 	if err != nil {
 		return nil, fmt.Errorf("cost table: %w", err)
 	}
@@ -183,5 +190,5 @@ func (t *Table) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return safefile.Replace(path, 0o644, append(b, '\n'), nil)
 }

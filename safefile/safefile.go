@@ -14,6 +14,11 @@
 //   - With NoLinks, a path whose last component is a symbolic link is
 //     refused (O_NOFOLLOW where the system has it), and the error names
 //     the link's target. Links in the directories above are followed.
+//   - ndst's link policy: its state file and lock, and every file replaced
+//     by a rename (Replace: cost tables from calibrate -o and predict
+//     --save-costs), refuse links (NoLinks); inputs (--costs, --from-guest,
+//     /proc) and exports written in place (bench --export-*, --plot)
+//     follow them, their target checked like any file.
 //   - ReadFile never returns more than its limit: a larger file is a
 //     *TooLargeError wrapping ErrTooLarge, found from fstat before reading,
 //     or while reading for files whose size is not known in advance (/proc).
@@ -299,14 +304,16 @@ func CheckWritable(path string, links Links) error {
 		return err
 	}
 	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil {
-		return err
+	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot create %s: directory %s does not exist: %w", path, dir, fs.ErrNotExist)
+	} else if err != nil {
+		return fmt.Errorf("cannot create %s: %w", path, err)
 	} else if !fi.IsDir() {
-		return &NotRegularError{Path: dir, Mode: fi.Mode().Type()}
+		return fmt.Errorf("cannot create %s: %s is %s", path, dir, Describe(fi.Mode()))
 	}
 	f, err := os.CreateTemp(dir, ".ndst-check-*")
 	if err != nil {
-		return fmt.Errorf("cannot create files in %s: %w", dir, unwrapPath(err))
+		return fmt.Errorf("cannot create %s: %w", path, unwrapPath(err))
 	}
 	f.Close()
 	return os.Remove(f.Name())
@@ -382,4 +389,14 @@ func Replace(path string, perm fs.FileMode, data []byte, o *ReplaceOptions) erro
 		return fmt.Errorf("%s was replaced, but syncing its directory failed: %w", path, err)
 	}
 	return nil
+}
+
+// MaxKernelFile bounds ReadKernelFile: /proc and /sys files are small, the
+// largest ndst reads (/proc/locks on a busy host) a few MiB.
+const MaxKernelFile = 4 << 20
+
+// ReadKernelFile reads a file the kernel provides (/proc, /sys, /boot): a
+// regular file, links followed, at most MaxKernelFile bytes.
+func ReadKernelFile(path string) ([]byte, error) {
+	return ReadFile(context.Background(), path, MaxKernelFile, FollowLinks)
 }

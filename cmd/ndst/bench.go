@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/safefile"
 	"github.com/ndst-project/ndst/waitrefs"
 	"github.com/spf13/cobra"
 )
@@ -169,33 +169,7 @@ func (o *benchOptions) checkOutputs() error {
 // checkWritable reports whether path can be created or overwritten, without
 // changing an existing file.
 func checkWritable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err == nil && fi.IsDir():
-		return fmt.Errorf("%s is a directory", path)
-	case err == nil:
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
-		}
-		return f.Close()
-	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("cannot create %s: %v", path, unwrapPath(err))
-	}
-	f.Close()
-	return os.Remove(path)
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return safefile.CheckWritable(path, safefile.FollowLinks)
 }
 
 func runBench(g *globalOptions, o *benchOptions) error {

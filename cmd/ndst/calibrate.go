@@ -3,11 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/safefile"
 	"github.com/spf13/cobra"
 )
 
@@ -34,8 +33,10 @@ predict. With -o FILE the cost table is written for --costs FILE.`,
 				return ndst.Usagef("--gp-samples must be in 1..100000, got %d", samples)
 			}
 			if out != "" {
-				if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
-					return ndst.Usagef("-o %s: directory %s does not exist", out, filepath.Dir(out))
+				// Checked before the measurement: the table replaces only a
+				// regular file (never a link or a device) in an existing directory.
+				if err := safefile.CheckWritable(out, safefile.NoLinks); err != nil {
+					return ndst.Usagef("-o %s: %v", out, err)
 				}
 			}
 			ctx, cancel := signalContext()

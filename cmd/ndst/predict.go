@@ -1,31 +1,35 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/safefile"
 	"github.com/spf13/cobra"
 )
 
 func init() { subcommands = append(subcommands, newPredictCmd) }
 
+// maxGuestLog bounds the --from-guest transcript (a run's is tens of KB).
+const maxGuestLog = 64 << 20
+
 // predictFromGuest compares the emulated kernel with a guest's measurements:
 // the guest's own calibration sets the emulated kernel's costs, HZ, CPUs
 // and preemption model (scripts/vm-predict.sh writes the transcript).
 func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path string) error {
-	f, err := os.Open(path)
+	b, err := safefile.ReadFile(context.Background(), path, maxGuestLog, safefile.FollowLinks)
 	if err != nil {
 		return ndst.Usagef("--from-guest: %v", err)
 	}
-	defer f.Close()
-	table, rec, err := bench.ParseGuestLog(f)
+	table, rec, err := bench.ParseGuestLog(bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("--from-guest %s: %w", path, err)
 	}
@@ -94,8 +98,8 @@ what the emulated kernel predicts. Needs root.`,
 				s.Netlink.Netns = fmt.Sprintf("ndst-predict-%d", os.Getpid())
 			}
 			if saveCosts != "" {
-				if st, err := os.Stat(filepath.Dir(saveCosts)); err != nil || !st.IsDir() {
-					return ndst.Usagef("--save-costs %s: directory %s does not exist", saveCosts, filepath.Dir(saveCosts))
+				if err := safefile.CheckWritable(saveCosts, safefile.NoLinks); err != nil {
+					return ndst.Usagef("--save-costs %s: %v", saveCosts, err)
 				}
 			}
 			ctx, cancel := signalContext()

@@ -3,9 +3,11 @@ package emu
 import (
 	"bufio"
 	"fmt"
-	"os"
+	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // bytesPerDevice is a conservative estimate of the peak memory one device
@@ -18,12 +20,12 @@ const bytesPerDevice = 512
 // memAvailable reports the memory the kernel says is available
 // (MemAvailable in /proc/meminfo); ok is false when it cannot be read.
 var memAvailable = func() (uint64, bool) {
-	f, err := os.Open("/proc/meminfo")
+	f, err := safefile.Open("/proc/meminfo", safefile.FollowLinks)
 	if err != nil {
 		return 0, false
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(io.LimitReader(f, safefile.MaxKernelFile))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 2 && fields[0] == "MemAvailable:" {

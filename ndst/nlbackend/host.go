@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // HostFacts is what can be read about the running kernel without measuring.
@@ -41,7 +42,7 @@ var (
 // from the configuration).
 func ProbeHost() HostFacts {
 	var h HostFacts
-	if b, err := os.ReadFile(osReleaseFile); err == nil {
+	if b, err := safefile.ReadKernelFile(osReleaseFile); err == nil {
 		h.Kernel = strings.TrimSpace(string(b))
 	}
 	cfg, cfgSource := readKernelConfig(h.Kernel)
@@ -49,7 +50,7 @@ func ProbeHost() HostFacts {
 		h.HZ, h.HZSource = v, cfgSource
 	}
 	h.CPUs = runtime.NumCPU()
-	if b, err := os.ReadFile(cpuOnlineFile); err == nil {
+	if b, err := safefile.ReadKernelFile(cpuOnlineFile); err == nil {
 		if n := countCPUList(strings.TrimSpace(string(b))); n > 0 {
 			h.CPUs = n
 		}
@@ -59,13 +60,13 @@ func ProbeHost() HostFacts {
 }
 
 func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
-	if b, err := os.ReadFile(debugPreempt); err == nil {
+	if b, err := safefile.ReadKernelFile(debugPreempt); err == nil {
 		if m := parseDebugPreempt(string(b)); m != "" {
 			return m, debugPreempt
 		}
 	}
 	if cfg["CONFIG_PREEMPT_DYNAMIC"] == "y" {
-		if b, err := os.ReadFile(cmdlineFile); err == nil {
+		if b, err := safefile.ReadKernelFile(cmdlineFile); err == nil {
 			for _, f := range strings.Fields(string(b)) {
 				if v, ok := strings.CutPrefix(f, "preempt="); ok {
 					switch v {
@@ -83,7 +84,7 @@ func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
 		}
 		return m, src
 	}
-	if b, err := os.ReadFile(versionFile); err == nil {
+	if b, err := safefile.ReadKernelFile(versionFile); err == nil {
 		v := string(b)
 		switch {
 		case strings.Contains(v, "PREEMPT_RT"):
@@ -126,22 +127,26 @@ func configPreempt(cfg map[string]string) string {
 	return ""
 }
 
+// maxKernelConfig bounds how much of a kernel configuration is read (a
+// distribution's is about 300 KB).
+const maxKernelConfig = 16 << 20
+
 // readKernelConfig returns the kernel configuration as CONFIG_X -> value,
 // and the file it came from.
 func readKernelConfig(release string) (map[string]string, string) {
-	if f, err := os.Open(procConfigGz); err == nil {
+	if f, err := safefile.Open(procConfigGz, safefile.FollowLinks); err == nil {
 		defer f.Close()
 		if zr, err := gzip.NewReader(f); err == nil {
-			if cfg := parseConfig(zr); len(cfg) > 0 {
+			if cfg := parseConfig(io.LimitReader(zr, maxKernelConfig)); len(cfg) > 0 {
 				return cfg, procConfigGz
 			}
 		}
 	}
 	if release != "" {
 		p := bootConfigDir + "/config-" + release
-		if f, err := os.Open(p); err == nil {
+		if f, err := safefile.Open(p, safefile.FollowLinks); err == nil {
 			defer f.Close()
-			if cfg := parseConfig(f); len(cfg) > 0 {
+			if cfg := parseConfig(io.LimitReader(f, maxKernelConfig)); len(cfg) > 0 {
 				return cfg, p
 			}
 		}

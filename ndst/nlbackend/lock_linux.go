@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // The namespace lock: an exclusive flock(2) on the namespace's own nsfs
@@ -83,7 +84,7 @@ const maxProcLocks = 4 << 20
 // lockHolder returns the PID holding a FLOCK on the inode id, from
 // /proc/locks, or 0 when none is listed.
 func lockHolder(id nsID) int {
-	f, err := os.Open(procLocks)
+	f, err := safefile.Open(procLocks, safefile.FollowLinks)
 	if err != nil {
 		return 0
 	}
@@ -115,7 +116,7 @@ func parseLockHolder(r io.Reader, id nsID) int {
 
 // describePID names a process for a message: "ndst (pid 123)".
 func describePID(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	b, err := safefile.ReadKernelFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	if comm := strings.TrimSpace(string(b)); err == nil && comm != "" {
 		return fmt.Sprintf("%s (pid %d)", comm, pid)
 	}

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // The memory bound of add: every link costs kernel memory that no process
@@ -46,7 +47,7 @@ const maxMeminfo = 64 << 10
 
 // readMeminfo reads meminfoFile; tests replace it.
 var readMeminfo = func() (meminfo, error) {
-	f, err := os.Open(meminfoFile)
+	f, err := safefile.Open(meminfoFile, safefile.FollowLinks)
 	if err != nil {
 		return meminfo{}, err
 	}
