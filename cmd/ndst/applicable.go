@@ -13,7 +13,9 @@ import (
 // the settings of the emulated kernel given to the real one, the netlink
 // backend's given to the emulator, and the global namespace given to the
 // commands that work in throwaway namespaces of their own. Only the flags
-// the user set count; defaults never do.
+// the user set count; defaults never do. --state, which only says where the
+// emulated registry lives, is refused only where no emulated kernel runs, so
+// that scripts may pass it to every emulated command.
 
 // emuFlags are the global settings of the emulated kernel.
 var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog"}
@@ -75,10 +77,10 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 		if err := refuse(setFlags(cmd, []string{"backend"}), "costs prints the emulated kernel's cost table; it uses no backend"); err != nil {
 			return err
 		}
-		return refuse(setFlags(cmd, without(append(emuFlags, netlinkFlags...), "costs")),
+		return refuse(setFlags(cmd, without(append(slices.Clone(emuFlags), netlinkFlags...), "costs", "state")),
 			"costs only prints the cost table (the built-in one, or --costs FILE)")
 	case "churn":
-		return refuse(setFlags(cmd, append(slices.Clone(emuFlags), netlinkFlags...)),
+		return refuse(setFlags(cmd, without(append(slices.Clone(emuFlags), netlinkFlags...), "state")),
 			"churn drives its own in-memory registry from real threads, neither the emulated kernel nor the netlink backend")
 	case "calibrate":
 		if err := refuse(setFlags(cmd, []string{"netns", "i-really-mean-the-root-namespace"}),
@@ -103,7 +105,7 @@ func (g *globalOptions) checkPredict(cmd *cobra.Command) error {
 	if err := refuse(setFlags(cmd, []string{"backend"}), "predict always runs both backends"); err != nil {
 		return err
 	}
-	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog", "state"}),
+	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog"}),
 		"predict runs throwaway emulated kernels of the 6.18 profile with the HZ, CPUs and preemption of the calibration's host"); err != nil {
 		return err
 	}
@@ -117,10 +119,6 @@ func (g *globalOptions) checkPredict(cmd *cobra.Command) error {
 func (g *globalOptions) checkBench(cmd *cobra.Command) error {
 	if err := refuse(setFlags(cmd, []string{"netns", "i-really-mean-the-root-namespace"}),
 		"bench runs netlink cells in a throwaway namespace of its own; name it with --bench-netns"); err != nil {
-		return err
-	}
-	if err := refuse(setFlags(cmd, []string{"state"}),
-		"bench runs throwaway emulated kernels and never touches the state file"); err != nil {
 		return err
 	}
 	backends, _ := cmd.Flags().GetStringSlice("backend")

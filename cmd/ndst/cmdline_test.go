@@ -55,7 +55,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--profile", "2.6.31", "predict"}, 2, "--profile would be ignored: predict runs throwaway emulated kernels of the 6.18 profile"},
 		{[]string{"--backend", "sim", "predict"}, 2, "--backend would be ignored"},
 		{[]string{"predict", "--from-guest", "x.log", "--runs", "3"}, 2, "--runs would be ignored: --from-guest"},
-		{[]string{"--state", "/tmp/x", "bench"}, 2, "--state would be ignored: bench runs throwaway emulated kernels"},
+		{[]string{"--state", "/tmp/x", "calibrate"}, 2, "--state would be ignored: calibrate measures this host's kernel"},
 		{[]string{"bench", "--backend", "netlink", "--strategy", "tick", "--hz", "250"}, 2, "--strategy and --hz would be ignored: --backend netlink has no emulated cells"},
 		{[]string{"--costs", "x.json", "bench", "--backend", "netlink"}, 2, "--costs would be ignored"},
 		{[]string{"--kind", "ifb", "bench"}, 2, "--kind would be ignored: this bench has no netlink cells"},
