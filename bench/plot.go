@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"path/filepath"
@@ -10,8 +11,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -30,183 +31,580 @@ func CheckPlotPath(path string) error {
 	return nil
 }
 
-// series is one line of the plot: the cells that differ only in N.
-type series struct {
-	label string
-	pts   plotter.XYs
+// The chart is chosen from the matrix:
+//   - one N: bars, one per series, labelled with their value;
+//   - several N: lines of the time per device over N;
+//   - when another dimension than the strategy varies (CPUs, batch mode,
+//     profile, ...), one panel per value of it ("small multiples"), all on
+//     the same axes, with one legend for all of them.
+//
+// The series are told apart by the strategy when it varies, otherwise by
+// the first varying dimension. Lines that coincide everywhere are drawn once,
+// labelled with all their names, so none hides another unnoticed; each series
+// has its own colour and marker.
+
+// maxPanels is the largest grid of small multiples; beyond it the panel
+// dimensions are folded into the series labels instead.
+const maxPanels = 12
+
+// seriesOrder is the order in which a dimension is chosen to tell series
+// apart when the strategy does not vary.
+var seriesOrder = []string{"batch", "CPUs", "preempt", "HZ", "profile", "backend"}
+
+// chart is the plan of a plot.
+type chart struct {
+	bars      bool
+	seriesDim []int // dims whose values name a series
+	panelDim  []int // dims whose values name a panel
+	series    []chartSeries
+	panels    []chartPanel
+	unit      timeUnit
+	livelocks int // cells without a completed run
 }
 
-// plotSeries groups the completed records by everything but N, in the
-// order of first appearance, each line's points ordered by N.
-func plotSeries(rs []Record) []series {
-	idx, _ := varying(rs)
-	var out []series
-	pos := map[Cell]int{}
+type chartSeries struct {
+	label string
+	names []string // the series merged into this one (identical everywhere)
+	key   string
+}
+
+type chartPanel struct {
+	title string
+	key   string
+	// pts[s] are series s's points (X: N; Y: time per device in unit);
+	// failed[s] the Ns where no run of series s completed.
+	pts    []plotter.XYs
+	failed [][]float64
+}
+
+func dimIndex(name string) int {
+	for i, d := range dims {
+		if d.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// distinct returns the values dim d takes among rs, in order of appearance.
+func distinct(rs []Record, d int) []string {
+	var vs []string
 	for _, r := range rs {
+		if v := dims[d].get(r.Cell); !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// label names a cell's values of dims ds, each with its dimension when
+// more than the strategy is shown ("tick", "2 CPUs, one-by-one").
+func label(c Cell, ds []int) string {
+	var parts []string
+	for _, d := range ds {
+		v := dims[d].get(c)
+		switch dims[d].name {
+		case "strategy", "batch", "backend":
+			parts = append(parts, v)
+		case "CPUs":
+			if v == "1" {
+				parts = append(parts, "1 CPU")
+			} else {
+				parts = append(parts, v+" CPUs")
+			}
+		case "HZ":
+			parts = append(parts, "HZ="+v)
+		case "preempt":
+			parts = append(parts, "preempt "+v)
+		case "profile":
+			parts = append(parts, "profile "+v)
+		default:
+			parts = append(parts, dims[d].name+"="+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// planChart chooses the chart for rs.
+func planChart(rs []Record) chart {
+	var ch chart
+	nDim, stDim := dimIndex("N"), dimIndex("strategy")
+	ch.bars = len(distinct(rs, nDim)) == 1
+	var vary []int
+	for i := range dims {
+		if i != nDim && len(distinct(rs, i)) > 1 {
+			vary = append(vary, i)
+		}
+	}
+	switch {
+	case slices.Contains(vary, stDim):
+		ch.seriesDim = []int{stDim}
+	default:
+		for _, name := range seriesOrder {
+			if d := dimIndex(name); slices.Contains(vary, d) {
+				ch.seriesDim = []int{d}
+				break
+			}
+		}
+	}
+	for _, d := range vary {
+		if !slices.Contains(ch.seriesDim, d) {
+			ch.panelDim = append(ch.panelDim, d)
+		}
+	}
+	if countKeys(rs, ch.panelDim) > maxPanels {
+		ch.seriesDim = append(ch.seriesDim, ch.panelDim...)
+		ch.panelDim = nil
+	}
+
+	// Series and panels in order of first appearance.
+	sIdx, pIdx := map[string]int{}, map[string]int{}
+	for _, r := range rs {
+		sk, pk := keyOf(r.Cell, ch.seriesDim), keyOf(r.Cell, ch.panelDim)
+		if _, ok := sIdx[sk]; !ok {
+			sIdx[sk] = len(ch.series)
+			l := label(r.Cell, ch.seriesDim)
+			if l == "" {
+				l = r.Batch
+			}
+			ch.series = append(ch.series, chartSeries{label: l, names: []string{l}, key: sk})
+		}
+		if _, ok := pIdx[pk]; !ok {
+			pIdx[pk] = len(ch.panels)
+			ch.panels = append(ch.panels, chartPanel{title: label(r.Cell, ch.panelDim), key: pk})
+		}
+	}
+	var ys []float64
+	for i := range ch.panels {
+		ch.panels[i].pts = make([]plotter.XYs, len(ch.series))
+		ch.panels[i].failed = make([][]float64, len(ch.series))
+	}
+	for _, r := range rs {
+		p, s := &ch.panels[pIdx[keyOf(r.Cell, ch.panelDim)]], sIdx[keyOf(r.Cell, ch.seriesDim)]
 		if r.OK == 0 {
+			p.failed[s] = append(p.failed[s], float64(r.Count))
+			ch.livelocks++
 			continue
 		}
-		k := r.Cell
-		k.Count = 0
-		i, ok := pos[k]
-		if !ok {
-			var parts []string
-			for _, d := range idx {
-				if dims[d].name != "N" {
-					parts = append(parts, dims[d].get(r.Cell))
-				}
-			}
-			label := strings.Join(parts, " ")
-			if label == "" {
-				label = r.Batch
-			}
-			i = len(out)
-			pos[k] = i
-			out = append(out, series{label: label})
+		p.pts[s] = append(p.pts[s], plotter.XY{X: float64(r.Count), Y: r.PerDeviceNS})
+		ys = append(ys, r.PerDeviceNS)
+	}
+	for i := range ch.panels {
+		for s := range ch.series {
+			slices.SortFunc(ch.panels[i].pts[s], func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
 		}
-		out[i].pts = append(out[i].pts, plotter.XY{X: float64(r.Count), Y: r.PerDeviceNS / 1e6})
 	}
-	for i := range out {
-		slices.SortFunc(out[i].pts, func(a, b plotter.XY) int {
-			switch {
-			case a.X < b.X:
-				return -1
-			case a.X > b.X:
-				return 1
+	ch.unit = unitFor(ys)
+	for i := range ch.panels {
+		for s := range ch.series {
+			for j := range ch.panels[i].pts[s] {
+				ch.panels[i].pts[s][j].Y /= ch.unit.ns
 			}
-			return 0
-		})
+		}
 	}
-	return out
+	if !ch.bars { // bars never hide each other
+		ch.mergeIdentical()
+	}
+	return ch
 }
 
-// SavePlot draws the teardown time per device against N, one line per
-// combination of the other dimensions, and writes it to path (.svg or
-// .png). Axes are logarithmic when their values span more than a factor of
-// ten. Cells without a completed run are left out (and named in the title).
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func keyOf(c Cell, ds []int) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(dims[d].get(c))
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func countKeys(rs []Record, ds []int) int {
+	m := map[string]bool{}
+	for _, r := range rs {
+		m[keyOf(r.Cell, ds)] = true
+	}
+	return len(m)
+}
+
+// coincide is how close two series must be everywhere (relative) to be
+// drawn as one: closer than a marker's width on any axis this draws.
+const coincide = 2e-3
+
+// mergeIdentical draws series that coincide in every panel once: they fail
+// at the same Ns and their points are equal (or within coincide, then the
+// label says "≈").
+func (ch *chart) mergeIdentical() {
+	// same reports 0 for different, 1 for equal, 2 for within coincide.
+	same := func(a, b int) int {
+		res := 1
+		for _, p := range ch.panels {
+			if !slices.Equal(p.failed[a], p.failed[b]) || len(p.pts[a]) != len(p.pts[b]) {
+				return 0
+			}
+			for i := range p.pts[a] {
+				x, y := p.pts[a][i], p.pts[b][i]
+				d := math.Abs(x.Y-y.Y) / math.Max(math.Abs(x.Y), math.Abs(y.Y))
+				switch {
+				case x.X != y.X || d > coincide:
+					return 0
+				case d > 1e-9:
+					res = 2
+				}
+			}
+		}
+		return res
+	}
+	var keep []int
+	approx := map[int]bool{}
+	for s := range ch.series {
+		merged := false
+		for _, k := range keep {
+			if m := same(k, s); m > 0 {
+				ch.series[k].names = append(ch.series[k].names, ch.series[s].label)
+				approx[k] = approx[k] || m == 2
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) == len(ch.series) {
+		return
+	}
+	series := make([]chartSeries, len(keep))
+	for i, k := range keep {
+		series[i] = ch.series[k]
+		if n := series[i].names; len(n) > 1 {
+			sep, what := " = ", "are identical"
+			if approx[k] {
+				sep, what = " ≈ ", fmt.Sprintf("differ by < %.1f%%", 100*coincide)
+			}
+			series[i].label = strings.Join(n, sep)
+			if len(n) > 3 {
+				series[i].label = fmt.Sprintf("%s (these %d %s)", strings.Join(n, ", "), len(n), what)
+			}
+		}
+	}
+	for pi := range ch.panels {
+		p := &ch.panels[pi]
+		pts, failed := make([]plotter.XYs, len(keep)), make([][]float64, len(keep))
+		for i, k := range keep {
+			pts[i], failed[i] = p.pts[k], p.failed[k]
+		}
+		p.pts, p.failed = pts, failed
+	}
+	ch.series = series
+}
+
+// timeUnit is the unit the y axis is drawn in.
+type timeUnit struct {
+	name string
+	ns   float64
+}
+
+func unitFor(ys []float64) timeUnit {
+	hi := 0.0
+	for _, y := range ys {
+		hi = math.Max(hi, y)
+	}
+	switch {
+	case hi >= 1e9:
+		return timeUnit{"s", 1e9}
+	case hi >= 1e6:
+		return timeUnit{"ms", 1e6}
+	case hi >= 1e3:
+		return timeUnit{"µs", 1e3}
+	}
+	return timeUnit{"ns", 1}
+}
+
+// palette is ten colours told apart easily (Tableau 10), then dashed lines.
+var palette = []color.RGBA{
+	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0xe1, 0x57, 0x59, 0xff}, {0x76, 0xb7, 0xb2, 0xff},
+	{0x59, 0xa1, 0x4f, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff},
+	{0x9c, 0x75, 0x5f, 0xff}, {0x79, 0x70, 0x6e, 0xff},
+}
+
+// glyphs are outlined where they can be, so that markers drawn on top of
+// each other stay visible.
+var glyphs = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
+	draw.PyramidGlyph{}, draw.SquareGlyph{}, draw.RingGlyph{},
+}
+
+func seriesColor(i int) color.RGBA { return palette[i%len(palette)] }
+
+func seriesStyle(i int) (draw.LineStyle, draw.GlyphStyle) {
+	ls := draw.LineStyle{Color: seriesColor(i), Width: vg.Points(1.6)}
+	if i >= len(palette) {
+		ls.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	return ls, draw.GlyphStyle{Color: seriesColor(i), Radius: vg.Points(3.5), Shape: glyphs[i%len(glyphs)]}
+}
+
+// SavePlot draws the report (see the chart rules above) and writes it to
+// path, as SVG or PNG. Axes are logarithmic when their values span a factor
+// of ten or more. Cells without a completed run are marked, never drawn as
+// a value.
 func (rep *Report) SavePlot(path string) error {
 	if err := CheckPlotPath(path); err != nil {
 		return err
 	}
-	ss := plotSeries(rep.Results)
-	if len(ss) == 0 {
+	ch := planChart(rep.Results)
+	if ch.livelocks == len(rep.Results) {
 		return fmt.Errorf("plot %s: no cell completed a run; nothing to draw", path)
 	}
-	p := plot.New()
-	clock := "virtual"
-	for _, r := range rep.Results {
-		if r.Backend == "netlink" {
-			clock = "wall"
-			if slices.Contains(rep.Matrix.Backends, "sim") {
-				clock = "virtual (sim) / wall (netlink)"
-			}
-			break
-		}
+	title := rep.plotTitle(ch)
+	cols := min(len(ch.panels), 3)
+	if len(ch.panels) == 4 {
+		cols = 2
 	}
-	_, fixed := varying(rep.Results)
-	p.Title.Text = "ndst bench: teardown time per device"
-	if len(fixed) > 0 {
-		p.Title.Text += "\n" + strings.Join(fixed, ", ")
+	rows := (len(ch.panels) + cols - 1) / cols
+	plots := make([][]*plot.Plot, rows)
+	for r := range plots {
+		plots[r] = make([]*plot.Plot, cols)
 	}
-	if rep.Matrix.CostsFrom != "" {
-		p.Title.Text += "\ncosts " + rep.Matrix.CostsFrom
-	}
-	if n := rep.livelocked(); n > 0 {
-		p.Title.Text += fmt.Sprintf("\n(%d livelocked cell(s) not drawn)", n)
-	}
-	p.X.Label.Text = "N (devices deleted)"
-	p.Y.Label.Text = "time per device, ms (" + clock + ")"
-	var xs, ys []float64
-	for _, s := range ss {
-		for _, pt := range s.pts {
-			xs, ys = append(xs, pt.X), append(ys, pt.Y)
-		}
-	}
-	setAxis(&p.X, xs, 0)
-	// Room for the legend: about one line per series in a 5-inch plot.
-	setAxis(&p.Y, ys, 0)
-	p.Add(plotter.NewGrid())
-	leg := plot.NewLegend()
-	for i, s := range ss {
-		l, sc, err := plotter.NewLinePoints(s.pts)
+	ylo, yhi := ch.yRange()
+	for i := range ch.panels {
+		p, err := ch.panelPlot(i, ylo, yhi)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
-		c := plotutil.Color(i)
-		l.Color = c
-		l.Dashes = plotutil.Dashes(i / 7)
-		sc.Color = c
-		sc.Shape = plotutil.Shape(i)
-		p.Add(l, sc)
-		leg.Add(s.label, legendThumb{l, sc})
+		plots[i/cols][i%cols] = p
 	}
-	leg.Left = true
-	leg.Top = true
-	return saveWithLegend(p, &leg, 9*vg.Inch, 5*vg.Inch, path)
-}
 
-// saveWithLegend draws p with the legend to its right, outside the data
-// area, and writes it to path as SVG or PNG.
-func saveWithLegend(p *plot.Plot, leg *plot.Legend, w, h vg.Length, path string) error {
-	var (
-		cv interface {
-			vg.CanvasSizer
+	panelW, panelH := 4.3*vg.Inch, 3.3*vg.Inch
+	if len(ch.panels) == 1 {
+		panelW, panelH = 7.5*vg.Inch, 4.6*vg.Inch
+	}
+	leg, legW := ch.legend()
+	titleH := vg.Length(len(title))*15 + 14
+	w := vg.Length(cols)*panelW + legW
+	h := vg.Length(rows)*panelH + titleH + 10
+	const yLabelW = 22
+	w += yLabelW
+	yLabel := fmt.Sprintf("time per device (%s, %s)", ch.unit.name, rep.clock())
+	if logScale(ylo, yhi) {
+		yLabel += ", log scale"
+	}
+	return writeCanvas(path, w, h, func(dc draw.Canvas) {
+		drawTitle(dc, title)
+		grid := draw.Crop(dc, yLabelW+4, -legW, 4, -titleH)
+		sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(12)),
+			Rotation: math.Pi / 2, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
+		dc.FillText(sty, vg.Point{X: dc.Min.X + 4, Y: (grid.Min.Y + grid.Max.Y) / 2}, yLabel)
+		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: 14, PadY: 14, PadTop: 4, PadBottom: 4, PadLeft: 4, PadRight: 4}
+		canvases := plot.Align(plots, tiles, grid)
+		for r := range plots {
+			for c := range plots[r] {
+				if plots[r][c] != nil {
+					plots[r][c].Draw(canvases[r][c])
+				}
+			}
 		}
-		write func(io.Writer) error
-	)
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".svg":
-		c := vgsvg.New(w, h)
-		cv, write = c, func(f io.Writer) error { _, err := c.WriteTo(f); return err }
-	default:
-		c := vgimg.New(w, h)
-		cv, write = c, func(f io.Writer) error { _, err := vgimg.PngCanvas{Canvas: c}.WriteTo(f); return err }
-	}
-	dc := draw.New(cv)
-	lw := leg.Rectangle(dc).Size().X + 12
-	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
-	lc := draw.Crop(dc, w-lw+6, 0, 0, -vg.Length(40))
-	leg.Draw(lc)
-	return WriteFile(path, write)
+		if leg != nil {
+			lc := draw.Crop(dc, w-legW+8, 0, 0, -titleH-12)
+			leg.Draw(lc)
+		}
+	})
 }
 
-func (rep *Report) livelocked() int {
-	n := 0
+func (rep *Report) clock() string {
+	var sim, real bool
 	for _, r := range rep.Results {
-		if r.OK == 0 {
-			n++
+		if r.Backend == "netlink" {
+			real = true
+		} else {
+			sim = true
 		}
 	}
-	return n
+	switch {
+	case sim && real:
+		return "virtual (sim) / wall (netlink)"
+	case real:
+		return "wall clock"
+	}
+	return "virtual"
 }
 
-// setAxis picks a log scale when vs spans more than a decade (and is
-// positive), and pads an axis with a single value. headroom is the fraction
-// of the axis kept free above the data (for the legend).
-func setAxis(a *plot.Axis, vs []float64, headroom float64) {
-	lo, hi := slices.Min(vs), slices.Max(vs)
-	if lo > 0 && hi/lo > 10 {
+// plotTitle is what the chart shows and what it holds fixed.
+func (rep *Report) plotTitle(ch chart) []string {
+	n := distinct(rep.Results, dimIndex("N"))
+	lines := []string{"ndst bench: time per device to delete N devices just added"}
+	if ch.bars {
+		lines[0] = fmt.Sprintf("ndst bench: time per device to delete N=%s devices just added", n[0])
+	}
+	_, fixed := varying(rep.Results)
+	var keep []string
+	for _, f := range fixed {
+		if !strings.HasPrefix(f, "N=") {
+			keep = append(keep, f)
+		}
+	}
+	sub := strings.Join(keep, ", ")
+	if rep.Matrix.CostsFrom != "" {
+		sub += "; cost table " + rep.Matrix.CostsFrom
+	}
+	if rep.Matrix.Runs > 1 {
+		sub += fmt.Sprintf("; mean of %d runs", rep.Matrix.Runs)
+	}
+	lines = append(lines, strings.TrimPrefix(sub, "; "))
+	if ch.livelocks > 0 {
+		lines = append(lines, fmt.Sprintf("%d cell(s) without a completed run (livelock or error) are marked, not drawn", ch.livelocks))
+	}
+	return lines
+}
+
+// yRange is the range of every panel's y axis, so that panels compare.
+func (ch *chart) yRange() (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, p := range ch.panels {
+		for _, pts := range p.pts {
+			for _, pt := range pts {
+				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+			}
+		}
+	}
+	return lo, hi
+}
+
+// logScale reports whether values from lo to hi are drawn on a log axis.
+func logScale(lo, hi float64) bool { return lo > 0 && hi/lo >= 10 }
+
+// panelPlot draws panel i. Its y axis has no label of its own: one label
+// at the left of the figure serves every panel (a label on a logarithmic
+// axis would also be misplaced by the plot library).
+func (ch *chart) panelPlot(i int, ylo, yhi float64) (*plot.Plot, error) {
+	pn := ch.panels[i]
+	p := plot.New()
+	p.Title.Text = pn.title
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	setAxis(&p.Y, ylo, yhi, ch.bars)
+	if ch.bars {
+		return p, ch.addBars(p, pn)
+	}
+	p.X.Label.Text = "N (devices deleted)"
+	var xs []float64
+	for _, pts := range pn.pts {
+		for _, pt := range pts {
+			xs = append(xs, pt.X)
+		}
+	}
+	for _, f := range pn.failed {
+		xs = append(xs, f...)
+	}
+	setAxis(&p.X, slices.Min(xs), slices.Max(xs), false)
+	if logScale(p.X.Min, p.X.Max) { // keep the first and last markers off the frame
+		p.X.Min, p.X.Max = slices.Min(xs)/1.5, slices.Max(xs)*1.5
+	}
+	p.Add(plotter.NewGrid())
+	for s, pts := range pn.pts {
+		ls, gs := seriesStyle(s)
+		if len(pts) > 0 {
+			l, sc, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle, sc.GlyphStyle = ls, gs
+			p.Add(l, sc)
+		}
+		if len(pn.failed[s]) > 0 {
+			p.Add(&failMarks{xs: pn.failed[s], color: seriesColor(s)})
+		}
+	}
+	return p, nil
+}
+
+// addBars draws one bar per series, its value above it.
+func (ch *chart) addBars(p *plot.Plot, pn chartPanel) error {
+	names := make([]string, len(ch.series))
+	b := &barSet{}
+	for s := range ch.series {
+		names[s] = ch.series[s].label
+		v := math.NaN()
+		if len(pn.pts[s]) > 0 {
+			v = pn.pts[s][0].Y
+		}
+		b.vals = append(b.vals, v)
+		b.colors = append(b.colors, seriesColor(s))
+		txt := "livelock"
+		if !math.IsNaN(v) {
+			txt = FormatDuration(v * ch.unit.ns)
+		}
+		b.texts = append(b.texts, txt)
+	}
+	p.Add(plotter.NewGrid())
+	p.Add(b)
+	for i := range names {
+		names[i] = wrap(names[i], 16)
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	p.X.Tick.Label.Font.Size = vg.Points(9)
+	return nil
+}
+
+// legend is shared by all panels; bars need none (their names are on the
+// axis). It returns the legend and the width it needs.
+func (ch *chart) legend() (*plot.Legend, vg.Length) {
+	if ch.bars || len(ch.series) < 2 && len(ch.series[0].names) < 2 {
+		return nil, 0
+	}
+	leg := plot.NewLegend()
+	leg.Top, leg.Left = true, true
+	leg.TextStyle.Font.Size = vg.Points(10)
+	leg.ThumbnailWidth = vg.Points(24)
+	leg.Padding = vg.Points(5)
+	var head []string
+	for _, d := range ch.seriesDim {
+		head = append(head, dims[d].name)
+	}
+	header := strings.Join(head, ", ") + ":"
+	leg.Add(header)
+	width := leg.TextStyle.Width(header)
+	for s, se := range ch.series {
+		ls, gs := seriesStyle(s)
+		l := wrap(se.label, 32)
+		leg.Add(l, lineThumb{ls}, glyphThumb{gs})
+		width = max(width, leg.TextStyle.Width(l))
+	}
+	return &leg, width + leg.ThumbnailWidth + 28
+}
+
+// setAxis sets an axis from lo to hi: logarithmic over more than a decade
+// (every power of ten labelled), otherwise linear from 0 (always for bars,
+// which are read by their length) with a little headroom.
+func setAxis(a *plot.Axis, lo, hi float64, fromZero bool) {
+	if logScale(lo, hi) {
 		a.Scale = plot.LogScale{}
 		a.Tick.Marker = logTicks{}
 		a.Min = math.Pow(10, math.Floor(math.Log10(lo)))
 		a.Max = math.Pow(10, math.Ceil(math.Log10(hi)))
-		if headroom > 0 {
-			// Keep the top fraction of the (logarithmic) axis free.
-			need := math.Pow(hi/a.Min, 1/(1-headroom)) * a.Min
-			a.Max = math.Max(a.Max, need)
+		if fromZero && a.Max/hi < 1.5 {
+			a.Max *= 2 // room for the bars' labels
 		}
 		return
 	}
 	if lo == hi {
 		pad := math.Max(math.Abs(lo)*0.5, 1)
-		if lo > 0 && lo-pad <= 0 {
-			pad = lo / 2
-		}
-		lo, hi = lo-pad, hi+pad
-	} else {
-		lo = math.Min(0, lo)
+		a.Min, a.Max = math.Max(0, lo-pad), hi+pad
+		return
 	}
-	a.Min, a.Max = lo, hi+(hi-lo)*headroom/(1-headroom)
+	if fromZero || lo >= 0 {
+		lo = 0
+	}
+	a.Min, a.Max = lo, hi+(hi-lo)*0.12
 }
 
 // logTicks labels every power of ten of a logarithmic axis, and 2 and 5
@@ -236,13 +634,115 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// legendThumb draws a line with its glyph in the legend.
-type legendThumb struct {
-	l  *plotter.Line
-	sc *plotter.Scatter
+// barSet draws bars from the bottom of the y axis (which may be
+// logarithmic) to each value, with the value written above; a missing value
+// (NaN) is written in place of its bar.
+type barSet struct {
+	vals   []float64
+	colors []color.RGBA
+	texts  []string
 }
 
-func (t legendThumb) Thumbnail(c *draw.Canvas) {
-	t.l.Thumbnail(c)
-	t.sc.Thumbnail(c)
+func (b *barSet) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(9)),
+		XAlign: draw.XCenter, Handler: plot.DefaultTextHandler}
+	for i, v := range b.vals {
+		x0, x1 := trX(float64(i)-0.36), trX(float64(i)+0.36)
+		base := trY(p.Y.Min)
+		top := base
+		if !math.IsNaN(v) {
+			top = trY(v)
+			c.FillPolygon(b.colors[i], []vg.Point{{X: x0, Y: base}, {X: x1, Y: base}, {X: x1, Y: top}, {X: x0, Y: top}})
+		}
+		c.FillText(sty, vg.Point{X: (x0 + x1) / 2, Y: top + 3}, b.texts[i])
+	}
+}
+
+func (b *barSet) DataRange() (xmin, xmax, ymin, ymax float64) {
+	ymin, ymax = math.Inf(1), math.Inf(-1)
+	for _, v := range b.vals {
+		if !math.IsNaN(v) {
+			ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
+		}
+	}
+	return -0.5, float64(len(b.vals)) - 0.5, ymin, ymax
+}
+
+// failMarks marks the Ns at which a series has no completed run: a cross at
+// the bottom of the panel, in the series' colour.
+type failMarks struct {
+	xs    []float64
+	color color.RGBA
+}
+
+func (f *failMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	sty := draw.GlyphStyle{Color: f.color, Radius: vg.Points(5), Shape: draw.CrossGlyph{}}
+	for _, x := range f.xs {
+		c.DrawGlyph(sty, vg.Point{X: trX(x), Y: trY(p.Y.Min) + 6})
+	}
+}
+
+type lineThumb struct{ ls draw.LineStyle }
+
+func (t lineThumb) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(t.ls, c.Min.X, y, c.Max.X, y)
+}
+
+type glyphThumb struct{ gs draw.GlyphStyle }
+
+func (t glyphThumb) Thumbnail(c *draw.Canvas) { c.DrawGlyphNoClip(t.gs, c.Center()) }
+
+// drawTitle writes the title lines centred at the top of dc, the first
+// larger.
+func drawTitle(dc draw.Canvas, lines []string) {
+	y := dc.Max.Y - 16
+	for i, l := range lines {
+		size := vg.Points(10)
+		if i == 0 {
+			size = vg.Points(13)
+		}
+		sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, size), XAlign: draw.XCenter,
+			Handler: plot.DefaultTextHandler}
+		dc.FillText(sty, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: y}, l)
+		y -= 15
+	}
+}
+
+// writeCanvas draws on a w×h canvas and writes it to path as SVG or PNG.
+func writeCanvas(path string, w, h vg.Length, drawFn func(draw.Canvas)) error {
+	var (
+		cv    vg.CanvasSizer
+		write func(io.Writer) error
+	)
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg":
+		c := vgsvg.New(w, h)
+		cv, write = c, func(f io.Writer) error { _, err := c.WriteTo(f); return err }
+	default:
+		c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110), vgimg.UseBackgroundColor(color.White))
+		cv, write = c, func(f io.Writer) error { _, err := vgimg.PngCanvas{Canvas: c}.WriteTo(f); return err }
+	}
+	drawFn(draw.New(cv))
+	return WriteFile(path, write)
+}
+
+// wrap breaks a label into lines of about width bytes at spaces.
+func wrap(s string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }
