@@ -104,7 +104,16 @@ func rows(rs []Record) (header []string, body [][]string) {
 	for _, i := range idx {
 		header = append(header, dims[i].name)
 	}
-	header = append(header, "min", "median", "mean ± sd", "max", "per device", "relative")
+	// The relative column compares cells of one backend and N; when no
+	// cell has another to compare with, it would only say 1.00.
+	showRel := false
+	for _, r := range rs {
+		showRel = showRel || r.Relative != nil && *r.Relative != 1
+	}
+	header = append(header, "min", "median", "mean ± sd", "max", "per device")
+	if showRel {
+		header = append(header, "relative")
+	}
 	var counters []int
 	for i, c := range counterColumns {
 		for _, r := range rs {
@@ -122,14 +131,20 @@ func rows(rs []Record) (header []string, body [][]string) {
 			row = append(row, dims[i].get(r.Cell))
 		}
 		if r.OK == 0 {
-			row = append(row, "-", "-", "-", "-", "-", "-")
+			row = append(row, "-", "-", "-", "-", "-")
+			if showRel {
+				row = append(row, "-")
+			}
 		} else {
 			ms := FormatDuration(r.MeanNS)
 			if r.OK > 1 {
 				ms += " ± " + FormatDuration(r.StddevNS)
 			}
 			row = append(row, FormatDuration(float64(r.MinNS)), FormatDuration(float64(r.MedianNS)), ms,
-				FormatDuration(float64(r.MaxNS)), FormatDuration(r.PerDeviceNS), relText(r))
+				FormatDuration(float64(r.MaxNS)), FormatDuration(r.PerDeviceNS))
+			if showRel {
+				row = append(row, relText(r))
+			}
 		}
 		for _, i := range counters {
 			c := counterColumns[i]
@@ -282,6 +297,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, n := range rep.Notes {
+		b.WriteString("note: " + n + "\n")
+	}
 	for _, wn := range rep.Warnings {
 		b.WriteString("warning: " + wn + "\n")
 	}
@@ -305,8 +323,11 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
-	if len(rep.Warnings) > 0 {
+	if len(rep.Warnings)+len(rep.Notes) > 0 {
 		b.WriteString("\n")
+		for _, n := range rep.Notes {
+			b.WriteString("- note: " + n + "\n")
+		}
 		for _, wn := range rep.Warnings {
 			b.WriteString("- warning: " + wn + "\n")
 		}

@@ -35,8 +35,9 @@ type Record struct {
 	MaxNS       int64   `json:"max_ns"`
 	PerDeviceNS float64 `json:"per_device_ns"`
 	// Relative is the mean over the fastest mean among the cells with the
-	// same Count (1 for the fastest), with its propagated spread; nil when
-	// no run of the cell completed.
+	// same Backend and Count (1 for the fastest), with its propagated
+	// spread; nil when no run of the cell completed. Cells of different
+	// backends are never compared: their clocks differ.
 	Relative   *float64 `json:"relative"`
 	RelativeSD *float64 `json:"relative_sd"`
 
@@ -64,6 +65,9 @@ type Report struct {
 	Matrix   Matrix   `json:"matrix"`
 	Results  []Record `json:"results"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes explain what the table shows, such as rows that are identical
+	// and why (see sameStrategyNotes).
+	Notes []string `json:"notes,omitempty"`
 	// WallNS is how long the whole bench took.
 	WallNS int64 `json:"wall_ns"`
 }
@@ -118,9 +122,11 @@ func newReport(s *Spec, cells []Cell, samples [][]Sample) *Report {
 		r.Warnings = warnings(r, samples[i], s.Runs)
 		rep.Warnings = append(rep.Warnings, r.Warnings...)
 	}
+	rep.Notes = sameStrategyNotes(rep.Results)
 	if slices.Contains(s.Backends, "netlink") && slices.Contains(s.Backends, "sim") {
-		rep.Warnings = append(rep.Warnings, "sim rows are virtual time and netlink rows wall time; "+
-			"for a like-for-like comparison run the emulated 6.18 profile with the host's calibration ('ndst predict')")
+		rep.Warnings = append(rep.Warnings, "sim rows are the emulated kernel's virtual time and netlink rows this host's wall time, "+
+			"so each row is relative to the fastest of its own backend; to compare the two, 'ndst predict' runs the emulated "+
+			"6.18 profile with this host's calibration against the real kernel")
 	}
 	return rep
 }
@@ -250,21 +256,29 @@ func meanCounters(smp []Sample) map[string]float64 {
 	return sum
 }
 
+// relateKey groups the cells that Relative compares: the same backend (one
+// clock: virtual time is never divided by wall time) and the same N.
+type relateKey struct {
+	backend string
+	count   int
+}
+
 // relate fills Relative: each cell against the fastest mean among the cells
-// with the same N, with the spread propagated as hyperfine does.
+// of the same backend and N, with the spread propagated as hyperfine does.
 func relate(rs []Record) {
-	fastest := map[int]int{}
+	fastest := map[relateKey]int{}
 	for i, r := range rs {
 		if r.OK == 0 {
 			continue
 		}
-		if j, ok := fastest[r.Count]; !ok || r.MeanNS < rs[j].MeanNS {
-			fastest[r.Count] = i
+		k := relateKey{r.Backend, r.Count}
+		if j, ok := fastest[k]; !ok || r.MeanNS < rs[j].MeanNS {
+			fastest[k] = i
 		}
 	}
 	for i := range rs {
 		r := &rs[i]
-		j, ok := fastest[r.Count]
+		j, ok := fastest[relateKey{r.Backend, r.Count}]
 		if r.OK == 0 || !ok {
 			continue
 		}
@@ -310,9 +324,12 @@ func warnings(r *Record, smp []Sample, runs int) []string {
 	}
 	if r.OK >= 2 && r.MeanNS > 0 {
 		if cv := r.StddevNS / r.MeanNS; cv > highCV {
-			w = append(w, fmt.Sprintf("%s: high variance (sd is %.0f%% of the mean over %d runs; "+
-				"the tick phase and cost jitter differ per seed); use more --runs (now %d) and read the median",
-				r.Cell, 100*cv, r.OK, runs))
+			why := "each run's seed gives the emulated kernel another tick phase and cost jitter"
+			if r.Backend == "netlink" {
+				why = "the real kernel's runs vary with this host's load and where in the tick each wait starts"
+			}
+			w = append(w, fmt.Sprintf("%s: high variance (sd is %.0f%% of the mean over %d runs: %s); "+
+				"use more --runs (now %d) and read the median", r.Cell, 100*cv, r.OK, why, runs))
 		}
 	}
 	return w
@@ -362,4 +379,87 @@ func remedyOf(c Cell, x Sample) string {
 		}
 	}
 	return "try a strategy that sleeps (--strategy tick or barrier), --preempt full, or more --cpus"
+}
+
+// sameStrategyNotes says, per profile, when the strategies give the same
+// time (within sameWithin) in every configuration (same HZ, CPUs,
+// preemption, batch mode and N), and why, from the runs' own counters: when
+// the wait loop never slept and checked each device at most once, every
+// device was already free when first checked, so the loop (which is all a
+// strategy changes) never waited.
+func sameStrategyNotes(rs []Record) []string {
+	groups := map[Cell][]Record{}
+	var order []Cell
+	for _, r := range rs {
+		if r.Backend != "sim" {
+			continue
+		}
+		k := r.Cell
+		k.Strategy = ""
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	type verdict struct{ groups, same, neverWaited int }
+	byProfile := map[string]*verdict{}
+	var profiles []string
+	for _, k := range order {
+		g := groups[k]
+		if len(g) < 2 {
+			continue
+		}
+		v := byProfile[k.Profile]
+		if v == nil {
+			v = &verdict{}
+			byProfile[k.Profile] = v
+			profiles = append(profiles, k.Profile)
+		}
+		v.groups++
+		if !sameTimes(g) {
+			continue
+		}
+		v.same++
+		never := true
+		for _, r := range g {
+			c := r.Counters
+			never = never && c["sleeps"] == 0 && c["wait_checks"] <= float64(r.Count)
+		}
+		if never {
+			v.neverWaited++
+		}
+	}
+	var notes []string
+	for _, p := range profiles {
+		v := byProfile[p]
+		if v.same != v.groups {
+			continue
+		}
+		n := fmt.Sprintf("on profile %s every strategy takes the same time (within %.1f%%) in each configuration", p, 100*sameWithin)
+		if v.neverWaited == v.groups {
+			n += ": the wait loop never slept and checked each device at most once, so every device was " +
+				"already free when first checked, and how the loop waits (all a strategy changes) never mattered"
+		}
+		notes = append(notes, n)
+	}
+	return notes
+}
+
+// sameWithin is how close (relative) two cells' mean times must be to count
+// as the same in a note.
+const sameWithin = 2e-3
+
+// sameTimes reports whether the records all completed the same runs with
+// mean times within sameWithin of each other.
+func sameTimes(g []Record) bool {
+	a := g[0]
+	for _, b := range g[1:] {
+		if a.OK != b.OK || a.Livelocks != b.Livelocks || a.Errors != b.Errors {
+			return false
+		}
+		if a.OK > 0 && math.Abs(a.MeanNS-b.MeanNS) > sameWithin*math.Max(a.MeanNS, b.MeanNS) {
+			return false
+		}
+	}
+	return true
 }
