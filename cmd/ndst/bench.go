@@ -42,7 +42,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 --seed+runs-1). One run adds N devices to an empty namespace and deletes them
 all; the table shows the time of the delete (virtual time for the emulated
 kernel, wall time for the real one): min, median, mean ± sd, max, per device,
-and relative to the fastest cell with the same N, with the grace periods,
+and relative to the fastest cell of the same backend and N, with the grace periods,
 sleeps, wakeups and CPU busy time behind it.
 
 Emulated cells run in parallel (--jobs, default all cores) with exactly the
@@ -133,7 +133,7 @@ func (o *benchOptions) exportPaths() []struct{ flag, path string } {
 }
 
 // checkOutputs makes sure every output can be written, before anything runs.
-func (o *benchOptions) checkOutputs() error {
+func (o *benchOptions) checkOutputs(json bool) error {
 	seen := map[string]string{}
 	stdout := 0
 	for _, e := range o.exportPaths() {
@@ -163,7 +163,20 @@ func (o *benchOptions) checkOutputs() error {
 	if stdout > 1 {
 		return ndst.Usagef("only one export may go to stdout ('-')")
 	}
+	if f := o.stdoutExport(); json && f != "" && f != "--export-json" {
+		return ndst.Usagef("--json prints the report as JSON on stdout, and %s - would print there too; give %s a file", f, f)
+	}
 	return nil
+}
+
+// stdoutExport is the flag of the export that goes to stdout ('-'), if any.
+func (o *benchOptions) stdoutExport() string {
+	for _, e := range o.exportPaths() {
+		if e.path == "-" && e.flag != "--plot" {
+			return e.flag
+		}
+	}
+	return ""
 }
 
 // checkWritable reports whether path can be created or overwritten, without
@@ -182,7 +195,7 @@ func runBench(g *globalOptions, o *benchOptions) error {
 	if err := s.Check(ctx); err != nil {
 		return err
 	}
-	if err := o.checkOutputs(); err != nil {
+	if err := o.checkOutputs(g.json); err != nil {
 		return err
 	}
 	p := g.startProgress(fmt.Sprintf("bench: %d cells × %d runs", s.NumCells(), s.Runs))
@@ -192,26 +205,44 @@ func runBench(g *globalOptions, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.json {
+	// An export to stdout ('-') is the command's output; otherwise the
+	// table, or the JSON report with --json.
+	toStdout := o.stdoutExport() != ""
+	switch {
+	case toStdout:
+	case g.json:
 		err = rep.WriteJSON(g.stdout)
-	} else {
+	default:
 		err = rep.WriteTable(g.stdout)
 	}
 	if err != nil {
 		return err
 	}
+	// "wrote FILE" lines go with the table, or to stderr when stdout
+	// carries JSON or an export.
+	wrote := func(path, what string) {
+		if g.json || toStdout {
+			fmt.Fprintf(g.stderr, "ndst: wrote %s (%s)\n", path, what)
+		} else {
+			fmt.Fprintf(g.stdout, "wrote %s (%s)\n", path, what)
+		}
+	}
 	for _, e := range []struct {
-		path  string
-		write func(io.Writer) error
-	}{{o.jsonOut, rep.WriteJSON}, {o.csvOut, rep.WriteCSV}, {o.mdOut, rep.WriteMarkdown}} {
+		path, what string
+		write      func(io.Writer) error
+	}{{o.jsonOut, "JSON", rep.WriteJSON}, {o.csvOut, "CSV", rep.WriteCSV}, {o.mdOut, "Markdown", rep.WriteMarkdown}} {
 		if err := writeOutput(g.stdout, e.path, e.write); err != nil {
 			return err
+		}
+		if e.path != "" && e.path != "-" {
+			wrote(e.path, e.what)
 		}
 	}
 	if o.plot != "" {
 		if err := rep.SavePlot(o.plot); err != nil {
 			return err
 		}
+		wrote(o.plot, "plot")
 	}
 	for _, r := range rep.Results {
 		if r.Errors > 0 {

@@ -112,3 +112,24 @@ func TestBenchBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSaysWhatItWrote: each file written is named, beside the table, or
+// on stderr when stdout carries JSON or an export.
+func TestBenchSaysWhatItWrote(t *testing.T) {
+	dir := t.TempDir()
+	plot, csv := filepath.Join(dir, "p.png"), filepath.Join(dir, "r.csv")
+	args := append(append([]string(nil), benchArgs...), "--plot", plot, "--export-csv", csv)
+	out, errOut, code := ndstRunArgs(args...)
+	if code != 0 || !strings.Contains(out, "wrote "+plot+" (plot)\n") || !strings.Contains(out, "wrote "+csv+" (CSV)\n") || errOut != "" {
+		t.Errorf("ndst %v = exit %d, stdout ends %q, stderr %q; want the table and a 'wrote' line per file", args, code, out[max(0, len(out)-200):], errOut)
+	}
+	out, errOut, code = ndstRunArgs(append([]string{"--json"}, args...)...)
+	var v map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !strings.Contains(errOut, "ndst: wrote "+plot) {
+		t.Errorf("ndst --json %v = exit %d, stderr %q; want one JSON object on stdout and the 'wrote' lines on stderr", args, code, errOut)
+	}
+	out, _, code = ndstRunArgs(append(append([]string(nil), benchArgs...), "--export-csv", "-")...)
+	if code != 0 || !strings.HasPrefix(out, "backend,profile,strategy") {
+		t.Errorf("bench --export-csv - printed %.80q..., want only the CSV on stdout", out)
+	}
+}

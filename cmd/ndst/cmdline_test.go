@@ -60,6 +60,8 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--costs", "x.json", "bench", "--backend", "netlink"}, 2, "--costs would be ignored"},
 		{[]string{"--kind", "ifb", "bench"}, 2, "--kind would be ignored: this bench has no netlink cells"},
 		{[]string{"bench", "--bench-netns", "x"}, 2, "--bench-netns would be ignored"},
+		// --json is the one answer on stdout.
+		{[]string{"--json", "bench", "--export-csv", "-"}, 2, "--json prints the report as JSON on stdout, and --export-csv - would print there too"},
 		// JSON has no form of a completion script.
 		{[]string{"--json", "completion", "bash"}, 2, "--json: a completion script is shell code"},
 		// Failures before the run that are not usage errors exit 1.
