@@ -162,7 +162,7 @@ type device struct {
 	name    string
 	ifindex int
 	number  int      // its %d
-	priv    [64]byte // stands for the private area set up by the driver
+	_       [64]byte // stands for the private area set up by the driver (its size, never read)
 }
 
 // lock is a mutex that accounts the time it is waited for and held.
