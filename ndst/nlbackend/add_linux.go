@@ -141,6 +141,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	group := freeGroup(links)
 	hook("add-names", 0)
 	res := b.newResult("add")
+	defer b.hostFacts(res)
 	if b.created {
 		res.Notes = append(res.Notes, fmt.Sprintf("created network namespace %s", b.o.Netns))
 	}
@@ -303,9 +304,9 @@ type addWindow struct {
 }
 
 // createWindow sends one RTM_NEWLINK per unit, timing each send (the kernel
-// creates the link inside it), then reads the acknowledgements.
+// creates the link inside it), then collects the failures (see barrier).
 func (b *Backend) createWindow(w *addWindow, m *msg, kind string, units []unit, group uint32, timeout time.Duration) error {
-	want := make(map[uint32]int, len(units))
+	sent := make(map[uint32]int, len(units))
 	for j, u := range units {
 		m.b = m.b[:0]
 		seq := b.c.nextSeq()
@@ -318,13 +319,11 @@ func (b *Backend) createWindow(w *addWindow, m *msg, kind string, units []unit, 
 			break
 		}
 		w.sent++
-		want[seq] = j
+		sent[seq] = j
+		w.ok[j] = true // unless the kernel reports a failure
 	}
-	return b.c.acks(want, time.Now().Add(timeout), func(j int, err error) {
-		if err == nil {
-			w.ok[j] = true
-			return
-		}
+	return b.c.barrier(sent, time.Now().Add(timeout), func(j int, err error) {
+		w.ok[j] = false
 		if w.err == nil || j < w.errAt {
 			w.err, w.errAt = b.createError(units[j], kind, err), j
 		}

@@ -41,6 +41,7 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	}
 	hook("del-listed", len(links))
 	res := b.newResult("del")
+	defer b.hostFacts(res)
 	res.Batched = !req.OneByOne
 	sel, extraPeers, skipped := selectLinks(links, req.Start, req.Stop)
 	res.Skipped = skipped
@@ -265,29 +266,26 @@ func (b *Backend) moveToGroup(ctx context.Context, sel []link, group uint32) (mo
 		}
 		end := min(i+window, len(sel))
 		m.b = m.b[:0]
-		want := make(map[uint32]int, end-i)
+		sent := make(map[uint32]int, end-i)
 		for j := i; j < end; j++ {
 			seq := b.c.nextSeq()
 			appendSetGroup(&m, seq, sel[j].Index, group)
-			want[seq] = j
+			sent[seq] = j
 		}
 		// One datagram carries the whole window: the kernel handles each
-		// message in turn and queues one acknowledgement per message. It
+		// message in turn and answers only failures (see barrier). It
 		// runs under a timeout (RTNL waits); its goroutine writes only its
 		// own counters, read once it has finished.
 		requests += end - i
-		var n int
+		n := end - i
 		var firstErr error
 		err := b.bounded(ackTimeout+time.Second, "move devices", func() error {
 			if err := b.c.send(m.b); err != nil {
 				return err
 			}
-			return b.c.acks(want, time.Now().Add(ackTimeout), func(j int, e error) {
-				switch {
-				case e == nil:
-					n++
-				case errors.Is(e, unix.ENODEV):
-				case firstErr == nil:
+			return b.c.barrier(sent, time.Now().Add(ackTimeout), func(j int, e error) {
+				n--
+				if !errors.Is(e, unix.ENODEV) && firstErr == nil {
 					firstErr = fmt.Errorf("move %s to group %d: %w", sel[j].Name, group, e)
 				}
 			})
@@ -340,7 +338,11 @@ func (b *Backend) delOneByOne(ctx context.Context, res *ndst.Result, links []lin
 		gone[l.Index] = true
 		dev := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.Index, Name: l.Name}}
 		t0 := time.Now()
-		err := b.bounded(requestTimeout+time.Second, "delete "+l.Name, func() error { return b.h.LinkDel(dev) })
+		h, err := b.handle()
+		if err != nil {
+			return err
+		}
+		err = b.bounded(requestTimeout+time.Second, "delete "+l.Name, func() error { return h.LinkDel(dev) })
 		d := int64(time.Since(t0))
 		requests++
 		switch {

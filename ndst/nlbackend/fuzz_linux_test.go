@@ -112,14 +112,14 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
 	mustAdd(t, b, ndst.AddRequest{Count: 3})
 	mustAdd(t, b, ndst.AddRequest{Count: 2, Kind: "veth"})
-	l, err := b.h.LinkByName("ifb1")
+	l, err := testHandle(t, b).LinkByName("ifb1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.h.LinkSetUp(l); err != nil {
+	if err := testHandle(t, b).LinkSetUp(l); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.h.LinkAddAltName(l, "ndst-altname-1"); err != nil {
+	if err := testHandle(t, b).LinkAddAltName(l, "ndst-altname-1"); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeDatagram")
@@ -168,10 +168,11 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("kernel-extack", d)
-	// And a plain acknowledgement of a create that worked.
+	// And a plain acknowledgement (of a barrier, see conn.barrier).
 	m.b = m.b[:0]
 	seq = b.c.nextSeq()
-	appendNewLink(&m, seq, "ifb", "good0", "", GroupOwned)
+	off = m.begin(unix.NLMSG_NOOP, unix.NLM_F_REQUEST|unix.NLM_F_ACK, seq)
+	m.end(off)
 	if err := b.c.send(m.b); err != nil {
 		t.Fatal(err)
 	}

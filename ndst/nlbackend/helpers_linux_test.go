@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 )
 
 // skipUnlessRoot skips tests that need to create namespaces and links.
@@ -48,4 +50,14 @@ func openFresh(t testing.TB, o Options) *Backend {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// testHandle is the backend's library handle, opened on first use.
+func testHandle(t testing.TB, b *Backend) *netlink.Handle {
+	t.Helper()
+	h, err := b.handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -270,11 +270,11 @@ func TestDeleteTakesOnlyWhatItListed(t *testing.T) {
 				if err := b.c.send(m.b); err != nil {
 					t.Errorf("send: %v", err)
 				}
-				_ = b.c.acks(want, time.Now().Add(10*time.Second), func(i int, err error) {
-					if err != nil {
-						t.Errorf("create late%d: %v", i, err)
-					}
-				})
+				if err := b.c.barrier(want, time.Now().Add(10*time.Second), func(i int, err error) {
+					t.Errorf("create late%d: %v", i, err)
+				}); err != nil {
+					t.Errorf("barrier: %v", err)
+				}
 			}
 			r, err := b.Del(context.Background(), ndst.DelRequest{Start: lo, Stop: hi})
 			testHook = nil

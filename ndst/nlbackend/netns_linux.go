@@ -216,6 +216,28 @@ func createNetns(name string) (bool, error) {
 	return true, nil
 }
 
+// socketAt opens a socket in the network namespace ns without moving the
+// process: on a throwaway thread that enters ns (a socket belongs to the
+// namespace of the thread that makes it).
+func socketAt(ns netns.NsHandle, domain, typ, proto int) (int, error) {
+	var fd int
+	errc := make(chan error, 1)
+	go onThrowawayThread(errc, func() error {
+		if err := unix.Setns(int(ns), unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("enter the network namespace: %w", err)
+		}
+		var err error
+		fd, err = unix.Socket(domain, typ, proto)
+		return err
+	})
+	select {
+	case err := <-errc:
+		return fd, err
+	case <-time.After(10 * time.Second):
+		return -1, errors.New("opening a socket in the network namespace took more than 10 s")
+	}
+}
+
 // onThrowawayThread runs fn on a locked OS thread that is not the process's
 // main thread and that Go terminates afterwards (it is never unlocked), and
 // sends fn's result on errc. The main thread is avoided because Go cannot

@@ -96,20 +96,11 @@ func openOn(o Options, ns netns.NsHandle) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("open a netlink socket in namespace %s: %w", o.Netns, err)
-	}
-	if err := h.SetSocketTimeout(requestTimeout); err != nil {
-		h.Close()
-		return nil, err
-	}
 	c, err := dialAt(ns)
 	if err != nil {
-		h.Close()
 		return nil, fmt.Errorf("open a netlink socket in namespace %s: %w", o.Netns, err)
 	}
-	b := &Backend{o: o, log: o.Logger, ns: ns, id: id, h: h, c: c, hostReady: make(chan struct{})}
+	b := &Backend{o: o, log: o.Logger, ns: ns, id: id, c: c, hostReady: make(chan struct{})}
 	if isRoot, why := rootNamespace(id); isRoot {
 		b.root = why
 	}
@@ -118,6 +109,25 @@ func openOn(o Options, ns netns.NsHandle) (*Backend, error) {
 		close(b.hostReady)
 	}()
 	return b, nil
+}
+
+// handle returns the netlink.Handle in the namespace, opening it on first
+// use: only the one-by-one delete uses the library's requests, and add and
+// batched del need not pay for its sockets.
+func (b *Backend) handle() (*netlink.Handle, error) {
+	if b.h != nil {
+		return b.h, nil
+	}
+	h, err := netlink.NewHandleAt(b.ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("open a netlink socket in namespace %s: %w", b.o.Netns, err)
+	}
+	if err := h.SetSocketTimeout(requestTimeout); err != nil {
+		h.Close()
+		return nil, err
+	}
+	b.h = h
+	return h, nil
 }
 
 // Name implements ndst.Backend.
@@ -208,9 +218,15 @@ func (b *Backend) errVanished(op string) error {
 	return fmt.Errorf("network namespace %s was deleted or replaced during %s (by `ip netns del`?); rerun to start afresh", b.o.Netns, op)
 }
 
-// newResult fills the fields every netlink Result shares.
+// newResult starts a netlink Result; hostFacts completes it.
 func (b *Backend) newResult(op string) *ndst.Result {
-	r := &ndst.Result{Op: op, Backend: "netlink", Result: ndst.ResultOK}
+	return &ndst.Result{Op: op, Backend: "netlink", Result: ndst.ResultOK}
+}
+
+// hostFacts fills the fields every netlink Result shares from the host
+// probe, which runs while the operation does (it reads the kernel
+// configuration) and is waited for only here, at the end.
+func (b *Backend) hostFacts(r *ndst.Result) {
 	<-b.hostReady
 	if b.host.HZ > 0 {
 		hz := b.host.HZ
@@ -224,7 +240,6 @@ func (b *Backend) newResult(op string) *ndst.Result {
 		p := b.host.Preempt
 		r.Preempt = &p
 	}
-	return r
 }
 
 func fail(r *ndst.Result, err error) (*ndst.Result, error) {

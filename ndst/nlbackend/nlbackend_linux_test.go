@@ -170,7 +170,7 @@ func TestVethOddCount(t *testing.T) {
 func kernelHasDummy(t *testing.T) bool {
 	t.Helper()
 	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
-	err := b.h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}})
+	err := testHandle(t, b).LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}})
 	if err == nil {
 		return true
 	}
@@ -236,7 +236,7 @@ func TestForeignDevicesSkipped(t *testing.T) {
 	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
 	// A device someone else made in ndst's namespace, between ndst's.
 	mustAdd(t, b, ndst.AddRequest{Count: 2})
-	if err := b.h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
+	if err := testHandle(t, b).LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
 		t.Fatalf("LinkAdd(other0) = %v", err)
 	}
 	mustAdd(t, b, ndst.AddRequest{Count: 2})
@@ -373,7 +373,7 @@ func TestNameTakenMidRun(t *testing.T) {
 	// Between choosing names and creating them, someone takes dummy1.
 	testHook = func(event string, n int) {
 		if event == "add-names" {
-			if err := b.h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "dummy1"}}); err != nil {
+			if err := testHandle(t, b).LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "dummy1"}}); err != nil {
 				t.Errorf("LinkAdd(dummy1) = %v", err)
 			}
 		}
@@ -484,7 +484,7 @@ func TestReset(t *testing.T) {
 	b := openFresh(t, Options{Netns: name, Kind: "veth", KindExplicit: true})
 	mustAdd(t, b, ndst.AddRequest{Count: 4})
 	mustAdd(t, b, ndst.AddRequest{Count: 2}) // a second group
-	if err := b.h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
+	if err := testHandle(t, b).LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
 		t.Fatalf("LinkAdd(other0) = %v", err)
 	}
 	b.Close()
