@@ -106,7 +106,7 @@ func Default() *Table {
 		Notes:  DefaultCalibration,
 		Costs: map[Op]int64{
 			Register:        1_000_000,
-			Unregister:      2_500_000,
+			Unregister:      1_400_000,
 			UnregisterBatch: 50_000,
 			Free:            60_000,
 			RefcntCheck:     1_000,
@@ -123,10 +123,10 @@ func Default() *Table {
 
 // DefaultCalibration says which published figure the built-in table was fitted
 // to, and how.
-const DefaultCalibration = "unregister (2.5 ms) is the only fitted figure: `del 1 1000` under " +
+const DefaultCalibration = "unregister (1.4 ms) is the only fitted figure: `del 1 1000` under " +
 	"strategy tick (schedule_timeout_uninterruptible(1)) on 1 CPU, preempt none, HZ=1000, " +
-	"profile 2.6.31 takes the published 3.00 s for any unregister cost between about 2.0 and " +
-	"2.8 ms (3 jiffies per device), and 2.5 ms is the middle of that plateau " +
+	"profile 2.6.31 with its default Tree RCU takes the published 3.00 s for any unregister cost " +
+	"between about 1.0 and 1.8 ms (3 jiffies per device), and 1.4 ms is the middle of that plateau " +
 	"(scripts/reproduce-2009.sh --sweep shows it). Every other figure is an estimate for an " +
 	"800 MHz ppc750, not fitted to any timing."
 

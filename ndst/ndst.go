@@ -162,12 +162,27 @@ type Result struct {
 	// the run's own counters: what each device waited for, and the setting
 	// that would change it most. Backends that cannot know leave it empty.
 	Explain []string `json:"explain,omitempty"`
+	// Phases split the command's time by where the task was (package
+	// phase); their CPU and wait times sum to the command's time.
+	Phases []Phase `json:"phases,omitempty"`
+	// RCU names the RCU implementation an emulated run used.
+	RCU *string `json:"rcu,omitempty"`
 	// Notes are human-readable remarks (fallbacks taken, watchdog reports).
 	Notes []string `json:"notes,omitempty"`
 	// KernelLog holds the emulated kernel's messages (printk), each with
 	// its virtual timestamp, as dmesg would show them.
 	KernelLog []string `json:"kernel_log,omitempty"`
 }
+
+// Phase is the time of one phase of a command (see package phase).
+type Phase struct {
+	Name   string `json:"name"`
+	CPUNS  int64  `json:"cpu_ns"`
+	WaitNS int64  `json:"wait_ns"`
+}
+
+// TotalNS is the phase's whole time.
+func (p Phase) TotalNS() int64 { return p.CPUNS + p.WaitNS }
 
 // Latency summarises per-device latencies in nanoseconds.
 type Latency struct {

@@ -26,7 +26,8 @@ func (s State) String() string {
 type Holder uint8
 
 // Reference holders modelled explicitly, so that the wait for references has
-// something real to wait for.
+// something real to wait for. Which of them a kernel line has, and how each
+// lets go, is the profile's Subsystems list (subsystems.go).
 const (
 	// HolderRegistration is the reference taken at registration and
 	// dropped at the end of unregister (before netdev_run_todo).
@@ -34,16 +35,18 @@ const (
 	// HolderSelf is the device's own reference from alloc_netdev, which
 	// modern kernels keep until free (ready at refcount 1).
 	HolderSelf
-	// HolderIPv4 is the per-device IPv4 state (struct in_device), released
-	// through call_rcu when NETDEV_UNREGISTER tears it down.
+	// HolderIPv4 is the per-device IPv4 state (struct in_device).
 	HolderIPv4
-	// HolderIPv6 is the per-device IPv6 state (struct inet6_dev), released
-	// the same way.
+	// HolderARPParms is IPv4's neighbour parameters (in_device->arp_parms).
+	HolderARPParms
+	// HolderIPv6 is the per-device IPv6 state (struct inet6_dev).
 	HolderIPv6
+	// HolderNDParms is IPv6's neighbour parameters (inet6_dev->nd_parms).
+	HolderNDParms
 	numHolders
 )
 
-var holderNames = [numHolders]string{"registration", "netdev", "in_device", "inet6_dev"}
+var holderNames = [numHolders]string{"registration", "netdev", "in_device", "arp_parms", "inet6_dev", "nd_parms"}
 
 func (h Holder) String() string { return holderNames[h] }
 

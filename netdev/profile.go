@@ -2,6 +2,7 @@ package netdev
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ndst-project/ndst/costs"
@@ -9,12 +10,18 @@ import (
 	"github.com/ndst-project/ndst/sim"
 )
 
-// Profile bundles the kernel behaviour around the wait for references: how
-// unregister is batched, which grace periods it waits for, when a device
-// counts as ready, and how RCU itself behaves in that kernel generation.
-// A profile and a wait strategy are independent choices.
+// Profile is one kernel line as the emulated kernel runs it: the path
+// around the wait for references (batching, synchronize_net, rcu_barrier,
+// the ready refcount), the subsystems that hold references, the RCU
+// implementations the line offers, and its timer wheel, softirq limits and
+// soft-lockup detector. A line is the previous one plus named changes
+// (lines.go), so `ndst profiles` can print the history. A profile and a wait
+// strategy are independent choices.
 type Profile struct {
 	Name string
+	// Changes are the changes since the previous line, in order.
+	Changes []Change
+
 	// Batched: unregister_netdevice_many handles a whole list at once
 	// (2.6.33+); otherwise every device has its own rollback_registered and
 	// its own netdev_run_todo.
@@ -24,108 +31,195 @@ type Profile struct {
 	SyncNetPerUnregister int
 	// SyncNetExpedited: synchronize_net is expedited because RTNL is held.
 	SyncNetExpedited bool
-	// SyncNetInClose: closing the devices (dev_deactivate_many, for a
-	// device with a queueing discipline) adds one synchronize_net of its own.
+	// SyncNetInClose: closing the devices (dev_deactivate_many) adds one
+	// synchronize_net of its own.
 	SyncNetInClose bool
 	// BarrierBeforePut: rcu_barrier() before dropping the registration
-	// references (ef885afb, 2.6.33), replacing the last synchronize_net.
+	// references (ef885afb), replacing the last synchronize_net.
 	BarrierBeforePut bool
 	// BarrierInRunTodo: netdev_run_todo does one rcu_barrier() for its list
-	// after dropping RTNL (modern kernels).
+	// after dropping RTNL.
 	BarrierInRunTodo bool
 	// ReadyRefcount is the refcount at which a device may be freed: 0 in
-	// 2.6.3x, 1 in modern kernels (the todo list's own reference).
+	// 2.6.3x, 1 in modern kernels (the device's own reference).
 	ReadyRefcount int
 	// FreeInReadyOrder frees devices as they become ready
 	// (netdev_wait_allrefs_any) instead of strictly in list order.
 	FreeInReadyOrder bool
-	// DefaultStrategy is the profile's own wait loop.
+	// DefaultStrategy is the line's own wait loop.
 	DefaultStrategy string
-	// RCU behaviour of that kernel generation.
-	GPKthread        bool
-	ModernFQS        bool // FQS interval 1/2/3 jiffies by HZ; else 3
-	BarrierSkipsIdle bool
-	BarrierEntrains  bool
-	ExpeditedSleeps  bool
-	CondReschedQS    bool
-	// PreemptibleRCU: PREEMPT_RCU is built even when the preemption model
-	// is none or voluntary (PREEMPT_DYNAMIC distribution kernels); otherwise
-	// RCU is preemptible only under full preemption.
-	PreemptibleRCU bool
-	StallTimeout   sim.Time
+	// Subsystems hold references between registration and unregistration,
+	// in notifier order.
+	Subsystems []Subsystem
+	// FibFlush is where the IPv4 route-cache flush (a cond_resched point)
+	// runs in unregister.
+	FibFlush FibFlush
+
+	// RCUs are the RCU implementations the line offers (--rcu), the first
+	// being the line's default configuration.
+	RCUs []RCUChoice
+	// ModernRCU: Tree RCU with the grace-period kthread (kernel/rcu/tree.c);
+	// otherwise 2.6.3x Tree RCU (kernel/rcutree.c).
+	ModernRCU bool
+	// TreeExpedited is synchronize_rcu_expedited of the non-preemptible
+	// Tree RCU.
+	TreeExpedited rcu.Expedited
+	// RCUStall is the RCU CPU stall timeout (0: detector off by default)
+	// and RCUStallRepeat the interval of later reports.
+	RCUStall, RCUStallRepeat sim.Time
+
+	// Timers is the timer wheel; MsleepExact drops msleep's extra jiffy.
+	Timers      sim.TimerWheel
+	MsleepExact bool
+	// SoftirqTime bounds __do_softirq's restarts (MAX_SOFTIRQ_TIME; 0:
+	// none) and SoftirqResched ends them when a reschedule is pending.
+	SoftirqTime    sim.Time
+	SoftirqResched bool
+	// Lockup is the soft-lockup threshold and LockupKick how often its
+	// watchdog thread is woken.
+	Lockup, LockupKick sim.Time
 }
 
-// Profiles are the built-in kernel profiles, by name.
-var Profiles = map[string]Profile{
-	"2.6.31": {
-		Name:                 "2.6.31",
-		SyncNetPerUnregister: 2,
-		ReadyRefcount:        0,
-		DefaultStrategy:      "msleep250",
-		StallTimeout:         10 * sim.Second,
-	},
-	"2.6.33": {
-		Name:                 "2.6.33",
-		Batched:              true,
-		SyncNetPerUnregister: 1,
-		BarrierBeforePut:     true,
-		ReadyRefcount:        0,
-		DefaultStrategy:      "msleep250",
-		StallTimeout:         10 * sim.Second,
-	},
-	"6.18": {
-		Name:                 "6.18",
-		Batched:              true,
-		SyncNetPerUnregister: 2,
-		SyncNetExpedited:     true,
-		SyncNetInClose:       true,
-		BarrierInRunTodo:     true,
-		ReadyRefcount:        1,
-		FreeInReadyOrder:     true,
-		DefaultStrategy:      "backoff",
-		GPKthread:            true,
-		ModernFQS:            true,
-		BarrierSkipsIdle:     true,
-		BarrierEntrains:      true,
-		ExpeditedSleeps:      true,
-		CondReschedQS:        true,
-		PreemptibleRCU:       true,
-		StallTimeout:         21 * sim.Second,
-	},
+// RCUChoice is one RCU implementation a line offers.
+type RCUChoice struct {
+	// Name is the --rcu value: classic, tree, tree-preempt or tiny.
+	Name string
+	// Config is the kernel configuration option.
+	Config string
+	// Requires says what the option depends on ("" for nothing).
+	Requires string
 }
 
-// ProfileNames lists the profiles in a stable order.
-var ProfileNames = []string{"2.6.31", "2.6.33", "6.18"}
+// RCUNames lists every --rcu value any line offers.
+var RCUNames = []string{"classic", "tree", "tree-preempt", "tiny"}
 
-// LookupProfile returns the named profile.
-func LookupProfile(name string) (Profile, error) {
-	p, ok := Profiles[name]
-	if !ok {
-		return Profile{}, fmt.Errorf("unknown profile %q (known: %s)", name, strings.Join(ProfileNames, ", "))
+// RCUChoice returns the named implementation, or an error naming the line
+// and what it offers; "" is the line's default.
+func (p Profile) RCUChoice(name string) (RCUChoice, error) {
+	if name == "" {
+		return p.RCUs[0], nil
 	}
-	return p, nil
+	for _, c := range p.RCUs {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	var have []string
+	for _, c := range p.RCUs {
+		have = append(have, c.Name)
+	}
+	if !slices.Contains(RCUNames, name) {
+		return RCUChoice{}, fmt.Errorf("--rcu %s: unknown RCU implementation (known: %s; kernel %s has %s)",
+			name, strings.Join(RCUNames, ", "), p.Name, strings.Join(have, ", "))
+	}
+	return RCUChoice{}, fmt.Errorf("--rcu %s: kernel %s has no %s RCU (it has %s)", name, p.Name, name, strings.Join(have, ", "))
 }
 
-// RCUConfig derives the RCU model's configuration for this profile on a
-// machine with the given HZ and preemption model.
-func (p Profile) RCUConfig(hz int, preempt sim.Preempt, flavor rcu.Flavor, ct *costs.Table) rcu.Config {
-	fqs := 3 // RCU_JIFFIES_TILL_FORCE_QS in 2.6.3x
-	if p.ModernFQS {
-		fqs = rcu.FQSJiffiesFor(hz)
+// CheckMachine says whether the RCU choice can run on the machine: the
+// Kconfig dependencies of the line.
+func (p Profile) CheckMachine(c RCUChoice, cpus int, preempt sim.Preempt) error {
+	switch c.Name {
+	case "tiny":
+		if cpus != 1 {
+			return fmt.Errorf("--rcu tiny is %s, which needs a kernel without SMP: one CPU, not --cpus %d", c.Config, cpus)
+		}
+		if preempt == sim.PreemptFull {
+			return fmt.Errorf("--rcu tiny is %s, which is not preemptible: not --preempt full", c.Config)
+		}
+	case "classic", "tree":
+		if p.ModernRCU && c.Name == "tree" && preempt == sim.PreemptFull {
+			return fmt.Errorf("kernel %s builds preemptible RCU with --preempt full: use --rcu tree-preempt", p.Name)
+		}
+	case "tree-preempt":
+		if !p.ModernRCU && preempt != sim.PreemptFull {
+			return fmt.Errorf("--rcu tree-preempt is %s, which needs CONFIG_PREEMPT in kernel %s: --preempt full", c.Config, p.Name)
+		}
 	}
-	return rcu.Config{
-		Flavor:           flavor,
-		Preemptible:      p.PreemptibleRCU || preempt == sim.PreemptFull,
-		GPKthread:        p.GPKthread && flavor == rcu.Tree,
-		FQSJiffies:       fqs,
-		BarrierSkipsIdle: p.BarrierSkipsIdle,
-		BarrierEntrains:  p.BarrierEntrains,
-		ExpeditedSleeps:  p.ExpeditedSleeps,
-		CondReschedQS:    p.CondReschedQS,
-		StallTimeout:     p.StallTimeout,
-		CallRCUCost:      sim.Time(ct.Lookup(costs.CallRCU)),
-		CallbackCost:     sim.Time(ct.Lookup(costs.RCUCallback)),
-		IPICost:          sim.Time(ct.Lookup(costs.IPI)),
-		KthreadCost:      sim.Time(ct.Lookup(costs.ContextSwitch)),
+	return nil
+}
+
+// Choose returns the RCU choice for the flag value and machine: the named
+// one, or the line's default for that machine.
+func (p Profile) Choose(name string, cpus int, preempt sim.Preempt) (RCUChoice, error) {
+	if name == "" {
+		for _, c := range p.RCUs {
+			if p.CheckMachine(c, cpus, preempt) == nil {
+				return c, nil
+			}
+		}
 	}
+	c, err := p.RCUChoice(name)
+	if err != nil {
+		return c, err
+	}
+	return c, p.CheckMachine(c, cpus, preempt)
+}
+
+// SimConfig fills in the line's scheduler, timer and softirq behaviour.
+func (p Profile) SimConfig(c *sim.Config) {
+	c.Timers = p.Timers
+	c.MsleepExact = p.MsleepExact
+	c.Softirq = sim.SoftirqLimits{MaxTime: p.SoftirqTime, StopOnResched: p.SoftirqResched}
+	switch {
+	case c.Watchdog == 0: // the line's own detector
+		c.Watchdog, c.WatchdogKick = p.Lockup, p.LockupKick
+	case c.Watchdog > 0: // another threshold, the line's kick ratio
+		c.WatchdogKick = c.Watchdog / sim.Millisecond * p.LockupKick / p.Lockup * sim.Millisecond
+	}
+}
+
+// RCUConfig derives the RCU model's configuration for the choice on a
+// machine with the given HZ and CPU count.
+func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, ct *costs.Table) rcu.Config {
+	cfg := rcu.Config{
+		StallTimeout: p.RCUStall,
+		StallRepeat:  p.RCUStallRepeat,
+		CallRCUCost:  sim.Time(ct.Lookup(costs.CallRCU)),
+		CallbackCost: sim.Time(ct.Lookup(costs.RCUCallback)),
+		IPICost:      sim.Time(ct.Lookup(costs.IPI)),
+		KthreadCost:  sim.Time(ct.Lookup(costs.ContextSwitch)),
+	}
+	switch c.Name {
+	case "classic":
+		cfg.Flavor, cfg.SyncUPShortcut, cfg.Expedited = rcu.Classic, true, rcu.ExpNone
+	case "tiny":
+		cfg.Flavor, cfg.Expedited = rcu.Tiny, rcu.ExpCondResched
+		cfg.TinyTickResched = p.ModernRCU
+	case "tree", "tree-preempt":
+		cfg.Flavor = rcu.Tree
+		cfg.Preemptible = c.Name == "tree-preempt"
+		switch {
+		case !p.ModernRCU:
+			cfg.SyncUPShortcut = true
+			cfg.Expedited = p.TreeExpedited
+			if cfg.Preemptible {
+				cfg.Expedited = rcu.ExpNormal
+			}
+		default:
+			cfg.GPKthread = true
+			cfg.PreemptCount = true // PREEMPT_DYNAMIC distribution builds
+			first := modernFQSJiffies(hz, cpus)
+			cfg.FQSFirst, cfg.FQSNext = first, first
+			cfg.CondReschedQS = true
+			cfg.Expedited = rcu.ExpIPI
+			cfg.Barrier = rcu.BarrierEntrain
+			cfg.Divisor = 7
+			cfg.ReschedTime = 3 * sim.Millisecond
+			cfg.BatchOnlyIfBusy = true
+		}
+	}
+	return cfg
+}
+
+// modernFQSJiffies is the default of jiffies_till_first_fqs and _next_fqs:
+// 1 + (HZ > 250) + (HZ > 500) + nr_cpu_ids/256.
+func modernFQSJiffies(hz, cpus int) int {
+	j := 1 + cpus/256
+	if hz > 250 {
+		j++
+	}
+	if hz > 500 {
+		j++
+	}
+	return j
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/ndst-project/ndst/devtable"
 	"github.com/ndst-project/ndst/idalloc"
 	"github.com/ndst-project/ndst/ifname"
+	"github.com/ndst-project/ndst/phase"
 	"github.com/ndst-project/ndst/rcu"
 	"github.com/ndst-project/ndst/sim"
 )
@@ -131,7 +132,7 @@ type Options struct {
 }
 
 // New creates an empty namespace (no loopback: a fresh "add 1000" yields
-// ifindex 1..1000) with the IPv4 and IPv6 notifiers registered.
+// ifindex 1..1000) with the notifiers of the profile's subsystems.
 func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 	if o.Costs == nil {
 		o.Costs = costs.Default()
@@ -145,7 +146,12 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 		names:       map[ifname.Template]*idalloc.Bitmap{},
 		MaxWait:     300 * sim.Second,
 	}
-	reg.notifiers = []Notifier{inetNotifier{HolderIPv4}, inetNotifier{HolderIPv6}}
+	for _, sub := range o.Profile.Subsystems {
+		reg.notifiers = append(reg.notifiers, subsystemNotifier{sub})
+	}
+	if o.Profile.FibFlush == FibFlushPerEvent {
+		reg.notifiers = append(reg.notifiers, fibNotifier{})
+	}
 	return reg
 }
 
@@ -284,8 +290,9 @@ func (r *Registry) holdRegistered(d *Device) {
 	if r.prof.ReadyRefcount > 0 {
 		d.hold(HolderSelf)
 	}
-	d.hold(HolderIPv4)
-	d.hold(HolderIPv6)
+	for _, s := range r.prof.Subsystems {
+		d.hold(s.Holder)
+	}
 }
 
 // Register is register_netdevice for one device named from t; the caller
@@ -306,6 +313,7 @@ func (r *Registry) Register(t *sim.Task, tmpl ifname.Template) (*Device, error) 
 		_ = r.ifindexes.Free(ifindex)
 		return nil, err
 	}
+	defer t.SetPhase(t.SetPhase(phase.Register))
 	t.Charge(r.Cost(costs.Register))
 	d.hold(HolderRegistration)
 	if r.prof.ReadyRefcount > 0 {
@@ -319,7 +327,10 @@ func (r *Registry) Register(t *sim.Task, tmpl ifname.Template) (*Device, error) 
 }
 
 // RTNLLock takes RTNL.
-func (r *Registry) RTNLLock(t *sim.Task) { r.rtnl.Lock(t) }
+func (r *Registry) RTNLLock(t *sim.Task) {
+	defer t.SetPhase(t.SetPhase(phase.RTNL))
+	r.rtnl.Lock(t)
+}
 
 // RTNLUnlock releases RTNL and runs the todo list (rtnl_unlock ->
 // netdev_run_todo).
@@ -333,16 +344,33 @@ func (r *Registry) RTNLUnlock(t *sim.Task) {
 func (r *Registry) synchronizeNet(t *sim.Task) {
 	r.stats.SyncNet++
 	if r.prof.SyncNetExpedited && r.rtnl.Held() {
+		defer t.SetPhase(t.SetPhase(phase.SyncNetExp))
 		r.rcu.SynchronizeExpedited(t)
 		return
 	}
+	defer t.SetPhase(t.SetPhase(phase.SyncNet))
 	r.rcu.Synchronize(t)
+}
+
+// barrier is rcu_barrier where the teardown path calls it.
+func (r *Registry) barrier(t *sim.Task) {
+	r.stats.Barriers++
+	defer t.SetPhase(t.SetPhase(phase.Barrier))
+	r.rcu.Barrier(t)
+}
+
+// Barrier is rcu_barrier called by a wait strategy, attributed as such.
+func (r *Registry) Barrier(t *sim.Task) {
+	defer t.SetPhase(t.SetPhase(phase.Barrier))
+	r.rcu.Barrier(t)
 }
 
 // UnregisterMany is unregister_netdevice_many for devs (one device when the
 // profile does not batch); the caller holds RTNL. The devices end on the todo
 // list, freed when RTNL is released.
 func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
+	prev := t.SetPhase(phase.Unregister)
+	defer t.SetPhase(prev)
 	half := r.Cost(costs.Unregister) / 2
 	r.stats.Batches++
 	// dev_close, unlisting, UNREGISTERING, dev_shutdown.
@@ -370,16 +398,18 @@ func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 		}
 		t.Charge(r.Cost(costs.Unregister) - half)
 	}
+	if r.prof.FibFlush == FibFlushPerBatch {
+		fibFlush(t) // NETDEV_UNREGISTER_BATCH
+	}
 	switch {
 	case r.prof.BarrierBeforePut:
-		r.stats.Barriers++
-		r.rcu.Barrier(t)
+		r.barrier(t)
 	case r.prof.SyncNetPerUnregister >= 2:
 		r.synchronizeNet(t)
 	}
 	for _, d := range devs {
 		d.State = Unregistered
-		r.put(d, HolderRegistration)
+		r.put(t, d, HolderRegistration)
 		r.todo = append(r.todo, d)
 		r.stats.Unregistered++
 	}
@@ -392,16 +422,19 @@ func (r *Registry) runTodo(t *sim.Task) {
 	if len(list) == 0 {
 		return
 	}
+	prev := t.Phase()
+	defer t.SetPhase(prev)
 	if r.prof.BarrierInRunTodo {
-		r.stats.Barriers++
-		r.rcu.Barrier(t)
+		r.barrier(t)
 	}
+	t.SetPhase(phase.WaitLoop)
 	r.waiter.Prepare(r, t, list)
 	for len(list) > 0 {
 		cands := list
 		if !r.prof.FreeInReadyOrder {
 			cands = list[:1]
 		}
+		t.SetPhase(phase.WaitLoop)
 		d := r.waiter.WaitAny(r, t, cands)
 		if d == nil { // the run was stopped while waiting
 			return
@@ -427,6 +460,7 @@ func (r *Registry) free(t *sim.Task, d *Device) {
 	if !r.Ready(d) {
 		panic(fmt.Sprintf("netdev: freeing %s with refcount %d (held by %s)", d.Name, d.total, d.Holders()))
 	}
+	defer t.SetPhase(t.SetPhase(phase.Free))
 	t.Charge(r.Cost(costs.Free))
 	if d.refs[HolderSelf] > 0 {
 		d.put(HolderSelf)
@@ -438,21 +472,25 @@ func (r *Registry) free(t *sim.Task, d *Device) {
 	}
 }
 
-// put drops a reference; with CheckOnRelease it also checks whether a
-// waiter can proceed, which costs a check on every release.
-func (r *Registry) put(d *Device, h Holder) {
+// put drops a reference, from task t or (t == nil) from an RCU callback;
+// with CheckOnRelease it also checks whether a waiter can proceed, which
+// costs a check on every release: CPU time of the task, or softirq time of
+// the callback's CPU.
+func (r *Registry) put(t *sim.Task, d *Device, h Holder) {
 	d.put(h)
-	if r.CheckOnRelease && d.State == Unregistered {
-		r.stats.ReleaseChecks++
-		cpu := r.rcu.CallbackCPU() // releases happen in RCU callbacks...
-		if cpu == nil {
-			cpu = r.e.CPU(0) // ...or, for the registration reference, in the unregistering task on CPU 0
-		}
-		cpu.Steal(r.Cost(costs.RefcntCheck))
-		if r.Ready(d) {
-			r.stats.ReleaseWakeups++
-			r.release.WakeAll()
-		}
+	if !r.CheckOnRelease || d.State != Unregistered {
+		return
+	}
+	r.stats.ReleaseChecks++
+	switch cpu := r.rcu.CallbackCPU(); {
+	case t != nil:
+		t.Charge(r.Cost(costs.RefcntCheck))
+	case cpu != nil:
+		cpu.Spend(r.Cost(costs.RefcntCheck))
+	}
+	if r.Ready(d) {
+		r.stats.ReleaseWakeups++
+		r.release.WakeAll()
 	}
 }
 
@@ -495,7 +533,7 @@ func (r *Registry) NoteSleep() { r.stats.WaitSleeps++ }
 // references (__rtnl_unlock: the todo list is not run from here).
 func (r *Registry) Rebroadcast(t *sim.Task, devs []*Device) {
 	r.stats.Rebroadcasts++
-	r.rtnl.Lock(t)
+	r.RTNLLock(t)
 	for _, d := range devs {
 		for _, n := range r.notifiers {
 			n.Unregister(r, t, d)
@@ -505,11 +543,11 @@ func (r *Registry) Rebroadcast(t *sim.Task, devs []*Device) {
 	r.rtnl.Unlock(t)
 }
 
-// WarnWaiting prints the kernel's warning for a device still referenced.
+// WarnWaiting prints the kernel's warning for a device still referenced,
+// in the kernel's words (net/core/dev.c netdev_wait_allrefs[_any]).
 func (r *Registry) WarnWaiting(d *Device) {
 	r.stats.Warnings++
-	r.e.Printk("unregister_netdevice: waiting for %s to become free. Usage count = %d (held by: %s)",
-		d.Name, d.total, d.Holders())
+	r.e.Printk("unregister_netdevice: waiting for %s to become free. Usage count = %d", d.Name, d.total)
 }
 
 // LeakError stops a run whose device never lost its references.
@@ -532,21 +570,17 @@ func (r *Registry) CheckLeak(d *Device, since sim.Time) bool {
 	return false
 }
 
-// ---- subsystems ----
+// ---- the route-cache flush ----
 
-// inetNotifier is the per-device IPv4 (in_device) or IPv6 (inet6_dev)
-// state: created at NETDEV_REGISTER holding a device reference, destroyed at
-// NETDEV_UNREGISTER, its memory and reference released through call_rcu.
-type inetNotifier struct{ h Holder }
+// fibNotifier is the IPv4 fib handler of 2.6.31/32, whose NETDEV_UNREGISTER
+// flushes the route cache in every event, the first and each rebroadcast.
+type fibNotifier struct{}
 
-func (n inetNotifier) Register(_ *Registry, _ *sim.Task, d *Device) { d.hold(n.h) }
+func (fibNotifier) Register(*Registry, *sim.Task, *Device) {}
 
-// Unregister destroys the state on the first NETDEV_UNREGISTER (while the
-// device is Unregistering); a rebroadcast finds it already destroyed.
-func (n inetNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
-	if d.refs[n.h] == 0 || d.State != Unregistering {
-		return
-	}
-	h := n.h
-	r.rcu.CallRCU(t, func() { r.put(d, h) })
-}
+func (fibNotifier) Unregister(_ *Registry, t *sim.Task, _ *Device) { fibFlush(t) }
+
+// fibFlush is rt_do_flush: its loop over the hash buckets calls
+// cond_resched() when a reschedule is pending (net/ipv4/route.c); its own
+// CPU cost is part of the unregister cost.
+func fibFlush(t *sim.Task) { t.CondResched() }

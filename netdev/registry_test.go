@@ -30,7 +30,7 @@ func boot(t *testing.T, profile string, cpus int, strategy string, names netdev.
 		t.Fatal(err)
 	}
 	ct := costs.Default()
-	r, err := rcu.New(e, p.RCUConfig(1000, sim.PreemptNone, rcu.Tree, ct))
+	r, err := rcu.New(e, p.RCUConfig(p.RCUs[0], 1000, cpus, ct))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +84,9 @@ func TestRegisterAllocatesLowestNameAndIndex(t *testing.T) {
 			t.Errorf("device %d = %s/%d, want %s/%d (lowest free name and ifindex)", i, devs[i].Name, devs[i].Ifindex, want.name, want.ifindex)
 		}
 	}
-	if got := devs[0].Refcount(); got != 3 {
-		t.Errorf("refcount of a registered 2.6.31 device = %d (%s), want 3", got, devs[0].Holders())
+	// registration, in_device, arp_parms, inet6_dev, nd_parms.
+	if got := devs[0].Refcount(); got != 5 {
+		t.Errorf("refcount of a registered 2.6.31 device = %d (%s), want 5", got, devs[0].Holders())
 	}
 	if devs[1].State != netdev.Freed || devs[1].Refcount() != 0 {
 		t.Errorf("unregistered device: state %v refcount %d, want freed at 0", devs[1].State, devs[1].Refcount())
@@ -98,9 +99,10 @@ func TestProfilesWaitForDifferentThings(t *testing.T) {
 		syncNet, barriers, expedited int64
 		refsAfterRegister            int
 	}{
-		{"2.6.31", 2 * 4, 0, 0, 3}, // two synchronize_net per device, 4 devices
-		{"2.6.33", 1, 1, 0, 3},     // one batch: one synchronize_net, one rcu_barrier
-		{"6.18", 3, 1, 3, 4},       // close + two expedited under RTNL, one barrier in run_todo
+		{"2.6.31", 2 * 4, 0, 0, 5}, // two synchronize_net per device, 4 devices
+		{"2.6.33", 2, 0, 0, 5},     // one batch: the same two synchronize_net, once
+		{"2.6.36", 1, 1, 0, 5},     // ef885afb: rcu_barrier replaces the second
+		{"6.18", 3, 1, 3, 6},       // close + two expedited under RTNL, one barrier in run_todo; own ref
 	}
 	for _, tc := range tests {
 		k := boot(t, tc.profile, 2, "msleep250", netdev.NameBitmap)

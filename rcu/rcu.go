@@ -1,33 +1,51 @@
-// Package rcu models the kernel's read-copy-update on top of the sim engine:
-// read-side sections, call_rcu, synchronize_rcu, synchronize_rcu_expedited
-// and rcu_barrier, with grace periods driven by quiescent states.
+// Package rcu models the kernel's read-copy-update on top of the sim engine,
+// as each kernel line implemented it: read-side sections, call_rcu,
+// synchronize_rcu, synchronize_rcu_expedited and rcu_barrier, with grace
+// periods (GPs) driven by quiescent states (QS).
 //
-// Quiescent states (QS) come only from what the kernel counts: a context
-// switch, a tick that interrupted user mode or idle, an idle CPU seen by a
-// force-quiescent-state (FQS) scan, and, for preemptible RCU, a tick that
-// interrupted kernel code outside any reader with preemption enabled.
+// A QS comes only from what the kernel counts: a context switch, a tick that
+// interrupted user mode or idle, an idle CPU seen by a force-quiescent-state
+// (FQS) scan, cond_resched() where the line reports one (rcu_all_qs), and,
+// for preemptible RCU, a tick that interrupted kernel code outside any
+// reader with preemption enabled.
 //
-// Two flavours:
-//   - Tree (SMP and the 2.6.3x uniprocessor default): call_rcu does not
-//     start a grace period (GP); a CPU with waiting callbacks asks for one
-//     from its RCU softirq at its next tick, and the softirq starts it
-//     (2.6.3x) or the unbound GP kernel thread does (GPKthread, modern);
-//     every CPU must then pass a QS after noticing the GP, reported from its
-//     RCU softirq; idle CPUs are reported by FQS scans every FQSJiffies;
-//     callbacks run in the RCU softirq of their CPU once it has noticed the
-//     end of a GP that started after they were queued. Modern rcu_barrier
-//     entrains its callback behind the last one queued (BarrierEntrains).
-//   - Tiny (1 CPU, no preemption): any QS makes every queued callback ready
-//     and raises the softirq that runs them.
+// Implementations, one file each (the rules and their sources are in the
+// files; docs/kernel-2.6-sources.md and docs/kernel-modern-sources.md give
+// the line-by-line references):
+//   - classic.go: Classic RCU (kernel/rcuclassic.c, to 2.6.31). call_rcu
+//     tags a callback with the next batch; a CPU's RCU softirq, raised at
+//     its tick, starts that batch; CPUs notice it and report their QS from
+//     later softirqs; callbacks move to the done list, and run, at the
+//     softirq after the one that saw their batch complete.
+//   - tree26.go: Tree RCU of 2.6.29-2.6.3x (kernel/rcutree.c, with the
+//     preemptible plugin from 2.6.32). call_rcu starts a GP when none is in
+//     progress; the last CPU to report its QS ends the GP and starts the next
+//     if callbacks need one; FQS runs from any ticking CPU's softirq once
+//     RCU_JIFFIES_TILL_FORCE_QS (3) jiffies have passed, reporting dyntick-
+//     idle CPUs and rescheduling holdouts (set_need_resched on UP, a resched
+//     IPI on SMP).
+//   - tree.go: modern Tree RCU (kernel/rcu/tree.c). call_rcu does not start
+//     a GP; a CPU's RCU softirq asks for one, and the grace-period kthread
+//     starts it, runs FQS scans (the first after jiffies_till_first_fqs,
+//     then every jiffies_till_next_fqs) and ends it; each CPU notices the end
+//     in its own softirq, which runs the callbacks.
+//   - tiny.go: Tiny RCU (kernel/rcutiny.c, 2.6.33+; !SMP and non-preemptible
+//     only): any QS makes every queued callback ready and raises the softirq
+//     that runs them all.
 //
-// On one CPU with non-preemptible RCU, synchronize_rcu and
-// synchronize_rcu_expedited return at once (a context switch is a grace
-// period there), exactly the property that made the 2009 expedited loop spin.
+// Callback invocation (rcu_do_batch) and its per-line limits are in
+// dobatch.go, synchronize_rcu in sync.go, the expedited GP in expedited.go,
+// rcu_barrier in barrier.go, the stall warning in stall.go, readers in
+// reader.go, and the per-CPU callback list in cblist.go.
 //
-// Invariants (checked by the property tests): no callback runs before a
-// grace period that began after it was queued has ended; callbacks of one CPU
-// run in the order they were queued; every queued callback runs at most once.
-// All methods run on the engine's loop or in its tasks (never concurrently).
+// Invariants (checked by the property tests): no callback runs before a GP
+// that began after it was queued has ended, so never while a reader that was
+// in progress when it was queued is still in its section; callbacks of one
+// CPU run in the order they were queued; every queued callback runs at most
+// once; rcu_barrier returns only after every callback queued before it has
+// run; synchronize_rcu and synchronize_rcu_expedited return only after every
+// reader in progress when they were called has ended. All methods run on the
+// engine's loop or in its tasks (never concurrently).
 package rcu
 
 import (
@@ -39,72 +57,106 @@ import (
 // Flavor selects the RCU implementation.
 type Flavor int
 
-// Flavours.
+// Implementations.
 const (
-	Tree Flavor = iota
-	Tiny
+	Tree    Flavor = iota // kernel/rcutree.c, kernel/rcu/tree.c
+	Classic               // kernel/rcuclassic.c
+	Tiny                  // kernel/rcutiny.c
 )
 
 func (f Flavor) String() string {
-	if f == Tiny {
-		return "tiny"
-	}
-	return "tree"
+	return [...]string{"tree", "classic", "tiny"}[f]
 }
 
-// Config selects the RCU behaviour.
+// Expedited is how synchronize_rcu_expedited works in a kernel line.
+type Expedited int
+
+const (
+	// ExpNone: the kernel has no synchronize_rcu_expedited (before 2.6.32).
+	ExpNone Expedited = iota
+	// ExpMigration: 2.6.32-2.6.3x TREE_RCU, synchronize_sched_expedited:
+	// empty without SMP; on SMP each CPU's migration thread must run,
+	// which on a CPU busy in non-preemptible kernel code waits for its
+	// next schedule point. The caller sleeps meanwhile.
+	ExpMigration
+	// ExpNormal: 2.6.32 TREE_PREEMPT_RCU maps it onto synchronize_rcu.
+	ExpNormal
+	// ExpCondResched: Tiny RCU of 2.6.33 maps it onto synchronize_sched,
+	// which is cond_resched().
+	ExpCondResched
+	// ExpIPI: modern kernels IPI every CPU that is not quiescent; a
+	// holdout reports at its next QS; a kworker drives it, so the caller
+	// always sleeps.
+	ExpIPI
+)
+
+// Barrier is how rcu_barrier queues its callbacks in a kernel line.
+type Barrier int
+
+const (
+	// BarrierEveryCPU: a callback on every online CPU through
+	// on_each_cpu(call_rcu), each needing a GP of its own (2.6.3x).
+	BarrierEveryCPU Barrier = iota
+	// BarrierEntrain: only CPUs with callbacks, each entrained behind the
+	// last one queued there (rcu_segcblist_entrain), so it needs no GP of
+	// its own; nothing queued anywhere returns at once (modern).
+	BarrierEntrain
+)
+
+// Config selects the RCU behaviour. The profile of a kernel line fills it
+// (netdev.Profile.RCUConfig); every rule names its source there.
 type Config struct {
 	Flavor Flavor
-	// Preemptible is CONFIG_PREEMPT_RCU: readers may be preempted, so a
-	// tick in kernel code outside any reader is a quiescent state.
+	// Preemptible is CONFIG_PREEMPT_RCU / TREE_PREEMPT_RCU: readers may be
+	// preempted, so a tick in kernel code outside any reader is a QS, and
+	// synchronize_rcu never returns at once.
 	Preemptible bool
-	// GPKthread drives grace periods from a kernel thread (modern kernels);
-	// otherwise the RCU softirq starts and ends them itself (2.6.3x). Either
-	// way a GP is asked for from the RCU softirq of a CPU whose callbacks
-	// need one, at its next tick: call_rcu itself does not start one.
+	// PreemptCount is CONFIG_PREEMPT_COUNT in a modern kernel without
+	// preemptible RCU (PREEMPT_DYNAMIC builds run as none or voluntary):
+	// a tick in kernel code outside any preempt-disabled region is a QS.
+	PreemptCount bool
+
+	// GPKthread: modern Tree RCU (tree.go); otherwise 2.6.3x (tree26.go).
 	GPKthread bool
-	// BarrierEntrains: rcu_barrier places its callback behind the last one
-	// queued on each CPU, so it needs no grace period of its own (modern
-	// rcu_barrier_entrain); otherwise it is queued with call_rcu and waits
-	// for the next grace period (2.6.3x).
-	BarrierEntrains bool
-	// ExpeditedSleeps: the expedited grace period is driven by a kworker
-	// and its caller always sleeps, even when every CPU is already
-	// quiescent (modern kernels).
-	ExpeditedSleeps bool
-	// FQSJiffies is the interval between force-quiescent-state scans.
-	FQSJiffies int
-	// BarrierSkipsIdle: rcu_barrier only queues on CPUs that have callbacks
-	// and returns at once when none do (modern); otherwise it queues a
-	// callback on every online CPU (2.6.3x).
-	BarrierSkipsIdle bool
-	// CondReschedQS: cond_resched() reports a quiescent state (rcu_all_qs),
-	// and FQS asks CPUs that hold up a GP for too long to reschedule.
+	// FQSFirst and FQSNext are the jiffies before the first FQS scan of a
+	// GP and between later ones (jiffies_till_first_fqs/next_fqs; 2.6.3x:
+	// RCU_JIFFIES_TILL_FORCE_QS for both).
+	FQSFirst, FQSNext int
+	// CondReschedQS: cond_resched() reports a QS (rcu_all_qs), and FQS
+	// asks CPUs that hold a GP up for too long to reschedule.
 	CondReschedQS bool
-	// BatchLimit is how many callbacks one softirq invokes (blimit); above
-	// QHiMark queued callbacks the limit is lifted.
-	BatchLimit int
-	QHiMark    int
-	// StallTimeout is when a GP that has not ended is reported as a stall.
-	StallTimeout sim.Time
+	// SyncUPShortcut: synchronize_rcu returns at once on one CPU with
+	// non-preemptible RCU (rcu_blocking_is_gp in 2.6.3x; modern Tree RCU
+	// has no such shortcut once the scheduler runs).
+	SyncUPShortcut bool
+	// TinyTickResched: modern Tiny RCU, a tick in kernel code with
+	// callbacks waiting sets need_resched.
+	TinyTickResched bool
+
+	Expedited Expedited
+	Barrier   Barrier
+
+	// Callback invocation (rcu_do_batch): BatchLimit (blimit) callbacks a
+	// softirq, lifted while more than QHiMark are queued until at most
+	// QLowMark remain; modern kernels raise the limit to the ready count
+	// >> Divisor, stop after ReschedTime when the limit exceeds 100, and in
+	// softirq stop at the limit only if a reschedule is pending or the CPU
+	// is not idle (BatchOnlyIfBusy).
+	BatchLimit, QHiMark, QLowMark int
+	Divisor                       int
+	ReschedTime                   sim.Time
+	BatchOnlyIfBusy               bool
+
+	// StallTimeout is when a GP that has not ended is reported as a stall
+	// (0: no stall detector, as 2.6.3x without CONFIG_RCU_CPU_STALL_DETECTOR),
+	// and StallRepeat the interval of later reports (0: 3*StallTimeout).
+	StallTimeout, StallRepeat sim.Time
+
 	// Costs of RCU's own operations.
 	CallRCUCost  sim.Time
 	CallbackCost sim.Time
 	IPICost      sim.Time
 	KthreadCost  sim.Time // one pass of the GP kthread
-}
-
-// FQSJiffiesFor returns the modern default FQS interval: 1, 2 or 3 jiffies at
-// HZ up to 250, up to 500, above 500.
-func FQSJiffiesFor(hz int) int {
-	j := 1
-	if hz > 250 {
-		j++
-	}
-	if hz > 500 {
-		j++
-	}
-	return j
 }
 
 // Stats are RCU's counters.
@@ -119,57 +171,49 @@ type Stats struct {
 	Barriers         int64
 	BarrierNoops     int64
 	FQSScans         int64
+	FQSResched       int64
 	QSReports        int64
 	Stalls           int64
+	// GPTime sums the length of completed GPs.
+	GPTime sim.Time
 }
 
-type callback struct {
-	fn     func()
-	needGP uint64 // GP number that must complete before fn may run
+// impl is one RCU implementation: the hooks the kernel calls into it.
+type impl interface {
+	// queue is __call_rcu's implementation part: it appends fn to the
+	// CPU's list, with whatever bookkeeping the implementation does around
+	// that.
+	queue(d *cpuData, fn func())
+	// tick is the RCU part of the scheduling-clock interrupt.
+	tick(d *cpuData, mode sim.Mode)
+	// contextSwitch is the QS of a pass through the scheduler.
+	contextSwitch(d *cpuData)
+	// softirq is the RCU_SOFTIRQ handler.
+	softirq(d *cpuData)
+	// needsCPU is rcu_needs_cpu: an idle CPU must keep its tick.
+	needsCPU(d *cpuData) bool
+	// gpInProgress and gpStart describe the current normal GP; holdouts
+	// lists the CPUs it still waits for.
+	gpInProgress() bool
+	gpStart() sim.Time
+	holdouts() []int
 }
 
 type cpuData struct {
-	cpu          *sim.CPU
-	gpSeen       uint64 // last GP this CPU noticed starting
-	completeSeen uint64 // last GP this CPU noticed ending
-	qsPending    bool   // owes a QS for gpSeen
-	passedQS     bool
-	cbs          []callback // FIFO, needGP non-decreasing
-	head         int
+	cpu    *sim.CPU
+	cbs    cblist
+	blimit int
 }
-
-// expGP is one expedited grace period: the CPUs that were not quiescent when
-// it sent its IPIs, and its caller waiting for them.
-type expGP struct {
-	holdout []bool
-	pending int
-	wq      sim.WaitQueue
-}
-
-func (d *cpuData) queued() int { return len(d.cbs) - d.head }
 
 // RCU is one RCU instance bound to an engine.
 type RCU struct {
-	e   *sim.Engine
-	cfg Config
+	e    *sim.Engine
+	cfg  Config
+	cpus []*cpuData
+	impl impl
 
-	gpNum, completed uint64
-	gpStart          sim.Time
-	fqsAt            int64 // jiffy of the next FQS scan (Tree without kthread)
-	holdouts         []bool
-	nHoldouts        int
-	stallWarned      bool
-	cpus             []*cpuData
-
-	kthread     *sim.Task
-	kthreadWQ   sim.WaitQueue
-	gpRequested bool
-	// gpNeeded is the highest GP number a CPU has asked for from its
-	// softirq (the kernel's gp_seq_needed).
-	gpNeeded uint64
-
-	exps []*expGP // expedited GPs in progress, each waiting for its holdouts
-
+	exps  []*expGP // expedited GPs in progress
+	stall stallState
 	stats Stats
 	// invoking is the CPU whose softirq is running callbacks, if any.
 	invoking *sim.CPU
@@ -178,11 +222,19 @@ type RCU struct {
 // New attaches an RCU model to e.
 func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	n := len(e.CPUs())
-	if cfg.Flavor == Tiny && (n != 1 || cfg.Preemptible) {
+	switch {
+	case cfg.Flavor == Tiny && (n != 1 || cfg.Preemptible):
 		return nil, fmt.Errorf("tiny RCU needs exactly 1 CPU and non-preemptible RCU (have %d CPUs, preemptible=%v)", n, cfg.Preemptible)
+	case cfg.Flavor == Classic && cfg.Preemptible:
+		return nil, fmt.Errorf("classic RCU is not preemptible")
+	case cfg.Flavor < Tree || cfg.Flavor > Tiny:
+		return nil, fmt.Errorf("unknown RCU flavour %d", cfg.Flavor)
 	}
-	if cfg.FQSJiffies <= 0 {
-		cfg.FQSJiffies = FQSJiffiesFor(e.Config().HZ)
+	if cfg.FQSFirst <= 0 {
+		cfg.FQSFirst = 3
+	}
+	if cfg.FQSNext <= 0 {
+		cfg.FQSNext = cfg.FQSFirst
 	}
 	if cfg.BatchLimit <= 0 {
 		cfg.BatchLimit = 10
@@ -190,19 +242,25 @@ func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	if cfg.QHiMark <= 0 {
 		cfg.QHiMark = 10000
 	}
-	if cfg.StallTimeout <= 0 {
-		cfg.StallTimeout = 21 * sim.Second
+	if cfg.QLowMark <= 0 {
+		cfg.QLowMark = 100
 	}
-	r := &RCU{e: e, cfg: cfg, holdouts: make([]bool, n)}
+	r := &RCU{e: e, cfg: cfg}
 	for _, c := range e.CPUs() {
-		r.cpus = append(r.cpus, &cpuData{cpu: c})
+		r.cpus = append(r.cpus, &cpuData{cpu: c, blimit: cfg.BatchLimit})
+	}
+	switch {
+	case cfg.Flavor == Classic:
+		r.impl = newClassic(r)
+	case cfg.Flavor == Tiny:
+		r.impl = newTiny(r)
+	case cfg.GPKthread:
+		r.impl = newTree(r)
+	default:
+		r.impl = newTree26(r)
 	}
 	e.AddHooks(r)
 	e.RegisterSoftirq(sim.SoftirqRCU, r.softirq)
-	if cfg.Flavor == Tree && cfg.GPKthread {
-		r.kthread = e.Go("rcu_preempt", 0, true, r.gpKthread)
-		r.kthread.SetUnbound()
-	}
 	return r, nil
 }
 
@@ -213,7 +271,7 @@ func (r *RCU) Config() Config { return r.cfg }
 func (r *RCU) Stats() Stats { return r.stats }
 
 // GPInProgress reports whether a normal grace period is running.
-func (r *RCU) GPInProgress() bool { return r.gpNum != r.completed }
+func (r *RCU) GPInProgress() bool { return r.impl.gpInProgress() }
 
 // CallbackCPU returns the CPU whose RCU softirq is running the current
 // callback, or nil outside callbacks.
@@ -223,52 +281,9 @@ func (r *RCU) CallbackCPU() *sim.CPU { return r.invoking }
 func (r *RCU) Pending() int {
 	n := 0
 	for _, d := range r.cpus {
-		n += d.queued()
+		n += d.cbs.len()
 	}
 	return n
-}
-
-// blockingIsGP is rcu_blocking_is_gp(): on one CPU without preemptible RCU,
-// the caller's own blocking would be a grace period, so none is needed.
-func (r *RCU) blockingIsGP() bool {
-	return len(r.cpus) == 1 && !r.cfg.Preemptible
-}
-
-// ---- read side ----
-
-type taskRCU struct{ nesting int }
-
-func nestingOf(t *sim.Task) *taskRCU {
-	if v, ok := t.Value.(*taskRCU); ok {
-		return v
-	}
-	v := &taskRCU{}
-	t.Value = v
-	return v
-}
-
-// ReadLock enters a read-side critical section. Readers are not preempted
-// in this model (blocked-reader tracking and priority boosting are not
-// modelled), so a reader also holds off its CPU's quiescent states.
-func (r *RCU) ReadLock(t *sim.Task) {
-	nestingOf(t).nesting++
-	t.PreemptDisable()
-}
-
-// ReadUnlock leaves a read-side critical section.
-func (r *RCU) ReadUnlock(t *sim.Task) {
-	n := nestingOf(t)
-	if n.nesting == 0 {
-		panic("rcu: ReadUnlock without ReadLock in task " + t.Name)
-	}
-	n.nesting--
-	t.PreemptEnable()
-}
-
-func (r *RCU) mustNotBeReader(t *sim.Task, what string) {
-	if nestingOf(t).nesting > 0 {
-		panic(fmt.Sprintf("rcu: %s called inside an RCU read-side critical section (task %s): it would wait for itself", what, t.Name))
-	}
 }
 
 // ---- update side ----
@@ -276,435 +291,51 @@ func (r *RCU) mustNotBeReader(t *sim.Task, what string) {
 // CallRCU queues fn on t's CPU to run after a grace period (call_rcu).
 func (r *RCU) CallRCU(t *sim.Task, fn func()) {
 	t.Charge(r.cfg.CallRCUCost)
-	r.enqueue(t.CPU().ID, fn)
+	r.enqueue(r.cpus[t.CPU().ID], fn)
 }
 
-// needGPForNew is the GP a callback queued now must wait for: the next one to
-// start (if one is running it may have begun before the callback was queued).
-func (r *RCU) needGPForNew() uint64 { return r.gpNum + 1 }
-
-func (r *RCU) enqueue(cpu int, fn func()) {
-	d := r.cpus[cpu]
-	d.cbs = append(d.cbs, callback{fn: fn, needGP: r.needGPForNew()})
+func (r *RCU) enqueue(d *cpuData, fn func()) {
+	r.impl.queue(d, fn)
 	r.stats.CallbacksQueued++
+	if d.cbs.len() > r.cfg.QHiMark {
+		d.blimit = 1 << 30 // rdp->blimit = LONG_MAX: too many queued
+	}
 	d.cpu.KickTick()
-}
-
-// entrain queues fn behind the last callback of the CPU, sharing its grace
-// period (rcu_segcblist_entrain). The CPU must have callbacks.
-func (r *RCU) entrain(cpu int, fn func()) {
-	d := r.cpus[cpu]
-	need := d.cbs[len(d.cbs)-1].needGP
-	d.cbs = append(d.cbs, callback{fn: fn, needGP: need})
-	r.stats.CallbacksQueued++
-	d.cpu.KickTick()
-}
-
-// Synchronize waits for a full grace period (synchronize_rcu).
-func (r *RCU) Synchronize(t *sim.Task) {
-	r.mustNotBeReader(t, "synchronize_rcu")
-	t.MightSleep()
-	if r.blockingIsGP() {
-		r.stats.SyncNoops++
-		return
-	}
-	var done sim.Completion
-	r.CallRCU(t, done.Complete)
-	done.Wait(t)
-}
-
-// SynchronizeExpedited waits for an expedited grace period
-// (synchronize_rcu_expedited). It reports whether it waited at all: on one
-// CPU without preemptible RCU it is a no-op.
-func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
-	r.mustNotBeReader(t, "synchronize_rcu_expedited")
-	if r.cfg.Flavor == Tiny || r.blockingIsGP() {
-		r.stats.ExpeditedNoops++
-		return false
-	}
-	r.stats.ExpeditedGPs++
-	me := t.CPU().ID
-	x := &expGP{holdout: make([]bool, len(r.cpus))}
-	for i, d := range r.cpus {
-		if i != me {
-			t.Charge(r.cfg.IPICost)
-		}
-		if r.quiescentNow(d.cpu, i == me) {
-			continue
-		}
-		x.holdout[i] = true
-		x.pending++
-		if i != me {
-			d.cpu.SetNeedResched()
-		}
-	}
-	switch {
-	case x.pending > 0:
-		r.exps = append(r.exps, x)
-		x.wq.Wait(t, func() bool { return x.pending == 0 })
-	case r.cfg.ExpeditedSleeps:
-		// The kworker's round trip: the caller sleeps, so whatever else
-		// is runnable on its CPU (the GP kthread) gets to run.
-		t.Nanosleep(r.cfg.IPICost)
-	}
-	return true
-}
-
-// quiescentNow is the expedited IPI handler's test: is the CPU in a quiescent
-// state at this instant? The caller's own CPU is in kernel code.
-func (r *RCU) quiescentNow(c *sim.CPU, self bool) bool {
-	if self {
-		return r.cfg.Preemptible && c.Curr() != nil && nestingOf(c.Curr()).nesting == 0
-	}
-	switch c.Mode() {
-	case sim.ModeIdle, sim.ModeUser:
-		return true
-	}
-	return r.cfg.Preemptible && c.Curr() != nil && nestingOf(c.Curr()).nesting == 0
-}
-
-// expReport reports a quiescent state of d to every expedited GP waiting
-// for it.
-func (r *RCU) expReport(d *cpuData) {
-	if len(r.exps) == 0 {
-		return
-	}
-	id := d.cpu.ID
-	var done []*expGP
-	live := make([]*expGP, 0, len(r.exps))
-	for _, x := range r.exps {
-		if x.holdout[id] {
-			x.holdout[id] = false
-			x.pending--
-		}
-		if x.pending == 0 {
-			done = append(done, x)
-		} else {
-			live = append(live, x)
-		}
-	}
-	r.exps = live
-	// Wake only after the list is consistent: a wake-up can switch a task
-	// in, and that context switch reports a QS again.
-	for _, x := range done {
-		x.wq.WakeAll()
-	}
-}
-
-// Barrier waits until every callback queued before it has run (rcu_barrier).
-func (r *RCU) Barrier(t *sim.Task) {
-	r.mustNotBeReader(t, "rcu_barrier")
-	t.MightSleep()
-	r.stats.Barriers++
-	me := t.CPU().ID
-	pending := 0
-	var done sim.Completion
-	cb := func() {
-		pending--
-		if pending == 0 {
-			done.Complete()
-		}
-	}
-	for i, d := range r.cpus {
-		if r.cfg.BarrierSkipsIdle && d.queued() == 0 {
-			continue
-		}
-		if i != me {
-			t.Charge(r.cfg.IPICost)
-		}
-		pending++
-	}
-	if pending == 0 {
-		r.stats.BarrierNoops++
-		return
-	}
-	for i, d := range r.cpus {
-		if r.cfg.BarrierSkipsIdle && d.queued() == 0 {
-			continue
-		}
-		t.Charge(r.cfg.CallRCUCost)
-		if r.cfg.BarrierEntrains && d.queued() > 0 {
-			r.entrain(i, cb)
-		} else {
-			r.enqueue(i, cb)
-		}
-		d.cpu.KickTick()
-	}
-	done.Wait(t)
-}
-
-// ---- grace-period machinery ----
-
-func (r *RCU) cpuNeedsGP(d *cpuData) bool {
-	return d.queued() > 0 && d.cbs[len(d.cbs)-1].needGP > r.gpNum
-}
-
-// startGP begins a grace period; the CPU that starts it notices it at once.
-func (r *RCU) startGP(starter *cpuData) {
-	r.gpNum++
-	r.gpStart = r.e.Now()
-	r.stallWarned = false
-	r.fqsAt = r.e.Jiffies() + int64(r.cfg.FQSJiffies)
-	r.nHoldouts = len(r.cpus)
-	for i := range r.holdouts {
-		r.holdouts[i] = true
-	}
-	r.stats.GPsStarted++
-	if starter != nil {
-		r.noticeGP(starter)
-	}
-	for _, d := range r.cpus {
-		d.cpu.KickTick()
-	}
-}
-
-func (r *RCU) noticeGP(d *cpuData) {
-	if d.gpSeen != r.gpNum && r.GPInProgress() {
-		d.gpSeen = r.gpNum
-		d.qsPending = r.holdouts[d.cpu.ID]
-		d.passedQS = false
-	}
-}
-
-// reportQS clears the CPU from the current GP and ends the GP when it was the
-// last one.
-func (r *RCU) reportQS(i int) {
-	if !r.GPInProgress() || !r.holdouts[i] {
-		return
-	}
-	r.holdouts[i] = false
-	r.cpus[i].qsPending = false
-	r.nHoldouts--
-	r.stats.QSReports++
-	if r.nHoldouts == 0 {
-		if r.cfg.GPKthread {
-			r.kthreadWQ.WakeAll() // the kthread ends the GP when it runs
-		} else {
-			r.endGP()
-		}
-	}
-}
-
-func (r *RCU) endGP() {
-	r.completed = r.gpNum
-	r.stats.GPsCompleted++
-	for _, d := range r.cpus {
-		d.cpu.KickTick()
-	}
-}
-
-// fqs is a force-quiescent-state scan: CPUs idle now (dyntick-idle) are
-// quiescent; with CondReschedQS, CPUs that held the GP up too long are asked
-// to reschedule.
-func (r *RCU) fqs() {
-	r.stats.FQSScans++
-	push := r.GPInProgress() && r.cfg.CondReschedQS &&
-		r.e.Now()-r.gpStart >= r.holdoutPushDelay()
-	for i, d := range r.cpus {
-		if !r.holdouts[i] {
-			continue
-		}
-		if d.cpu.Idle() {
-			r.reportQS(i)
-		} else if push {
-			d.cpu.SetNeedResched()
-		}
-	}
-	r.fqsAt = r.e.Jiffies() + int64(r.cfg.FQSJiffies)
-}
-
-// holdoutPushDelay is when FQS starts asking holdouts to reschedule:
-// first + 2*next FQS intervals, at least HZ/10.
-func (r *RCU) holdoutPushDelay() sim.Time {
-	j := int64(3 * r.cfg.FQSJiffies)
-	if min := int64(r.e.Config().HZ / 10); j < min {
-		j = min
-	}
-	return sim.Time(j) * r.e.Period()
-}
-
-// noteQS records a quiescent state on a CPU.
-func (r *RCU) noteQS(d *cpuData) {
-	if r.cfg.Flavor == Tiny {
-		if d.queued() > 0 {
-			for k := d.head; k < len(d.cbs); k++ {
-				d.cbs[k].needGP = 0
-			}
-			d.cpu.RaiseSoftirq(sim.SoftirqRCU)
-		}
-		return
-	}
-	if d.qsPending {
-		d.passedQS = true
-	}
-	r.expReport(d)
 }
 
 // ---- sim.Hooks ----
 
-// Tick is rcu_check_callbacks / rcu_sched_clock_irq.
+// Tick is the RCU part of the scheduling-clock interrupt.
 func (r *RCU) Tick(c *sim.CPU, mode sim.Mode) {
 	d := r.cpus[c.ID]
-	switch {
-	case mode == sim.ModeUser || mode == sim.ModeIdle:
-		r.noteQS(d)
-	case r.cfg.Flavor == Tiny && d.queued() > 0:
-		// Tiny RCU: a tick in kernel code with callbacks waiting asks for
-		// a reschedule, whose pass through schedule() is the QS.
-		c.SetNeedResched()
-	case r.cfg.Preemptible && c.Curr() != nil && c.Curr().PreemptCount() == 0:
-		// Preemptible RCU: kernel code outside any reader (readers
-		// disable preemption in this model) is quiescent.
-		r.noteQS(d)
-	}
-	if r.GPInProgress() && !r.stallWarned && r.e.Now()-r.gpStart >= r.cfg.StallTimeout {
-		r.stallWarned = true
-		r.stats.Stalls++
-		r.e.Printk("INFO: rcu detected stall on CPUs: %v (t=%d jiffies, GP %d)",
-			r.holdoutList(), int64((r.e.Now()-r.gpStart)/r.e.Period()), r.gpNum)
-	}
-	if r.pending(d) {
-		c.RaiseSoftirq(sim.SoftirqRCU)
-	}
+	r.impl.tick(d, mode)
+	r.checkStall(c)
 }
 
-func (r *RCU) holdoutList() []int {
-	var l []int
-	for i, h := range r.holdouts {
-		if h {
-			l = append(l, i)
-		}
-	}
-	return l
+// ContextSwitch is rcu_note_context_switch / rcu_qsctr_inc.
+func (r *RCU) ContextSwitch(c *sim.CPU) {
+	d := r.cpus[c.ID]
+	r.impl.contextSwitch(d)
+	r.expReport(d)
 }
 
-// ContextSwitch is rcu_note_context_switch.
-func (r *RCU) ContextSwitch(c *sim.CPU) { r.noteQS(r.cpus[c.ID]) }
-
-// CondResched is rcu_all_qs from cond_resched().
+// CondResched is rcu_all_qs from cond_resched(), where the line has it.
 func (r *RCU) CondResched(t *sim.Task) {
 	if r.cfg.CondReschedQS && nestingOf(t).nesting == 0 {
-		r.noteQS(r.cpus[t.CPU().ID])
+		d := r.cpus[t.CPU().ID]
+		r.impl.contextSwitch(d)
+		r.expReport(d)
 	}
 }
 
-// NeedsTick is rcu_needs_cpu: an idle CPU with callbacks keeps its tick.
-func (r *RCU) NeedsTick(c *sim.CPU) bool { return r.cpus[c.ID].queued() > 0 }
+// NeedsTick is rcu_needs_cpu.
+func (r *RCU) NeedsTick(c *sim.CPU) bool { return r.impl.needsCPU(r.cpus[c.ID]) }
 
-// pending is rcu_pending: does the RCU softirq have work on this CPU?
-func (r *RCU) pending(d *cpuData) bool {
-	if r.cfg.Flavor == Tiny {
-		return d.queued() > 0 && d.cbs[d.head].needGP == 0
-	}
-	switch {
-	case d.gpSeen != r.gpNum && r.GPInProgress():
-		return true
-	case d.qsPending && d.passedQS:
-		return true
-	case d.completeSeen != r.completed:
-		return true
-	case r.readyCallbacks(d):
-		return true
-	case !r.GPInProgress() && r.cpuNeedsGP(d) && (!r.cfg.GPKthread || r.gpNeeded < d.cbs[len(d.cbs)-1].needGP):
-		// A GP is needed and not yet asked for (2.6.3x: this CPU starts it).
-		return true
-	case !r.cfg.GPKthread && r.GPInProgress() && r.e.Jiffies() >= r.fqsAt:
-		return true
-	}
-	return false
-}
+func (r *RCU) softirq(c *sim.CPU) { r.impl.softirq(r.cpus[c.ID]) }
 
-func (r *RCU) readyCallbacks(d *cpuData) bool {
-	return d.queued() > 0 && d.cbs[d.head].needGP <= d.completeSeen
-}
-
-// softirq is the RCU softirq (rcu_process_callbacks / rcu_core).
-func (r *RCU) softirq(c *sim.CPU) {
-	d := r.cpus[c.ID]
-	if r.cfg.Flavor == Tree {
-		if !r.cfg.GPKthread && r.GPInProgress() && r.e.Jiffies() >= r.fqsAt {
-			r.fqs()
-		}
-		d.completeSeen = r.completed
-		r.noticeGP(d)
-		if d.qsPending && d.passedQS {
-			r.reportQS(c.ID)
-			d.completeSeen = r.completed
-		}
-		if r.cpuNeedsGP(d) {
-			// Accelerate: ask for the GP these callbacks need.
-			r.gpNeeded = max(r.gpNeeded, d.cbs[len(d.cbs)-1].needGP)
-			if !r.GPInProgress() {
-				if r.cfg.GPKthread {
-					r.requestGP()
-				} else {
-					r.startGP(d)
-				}
-			}
-		}
-	}
-	r.invoke(d)
-}
-
-// invoke runs ready callbacks, up to the batch limit.
-func (r *RCU) invoke(d *cpuData) {
-	limit := r.cfg.BatchLimit
-	if d.queued() > r.cfg.QHiMark {
-		limit = d.queued()
-	}
-	ready := d.completeSeen
-	if r.cfg.Flavor == Tiny {
-		ready = 0
-	}
-	for n := 0; n < limit && d.queued() > 0 && d.cbs[d.head].needGP <= ready; n++ {
-		cb := d.cbs[d.head]
-		d.cbs[d.head] = callback{}
-		d.head++
-		d.cpu.Steal(r.cfg.CallbackCost)
-		r.stats.CallbacksInvoked++
-		r.invoking = d.cpu
-		cb.fn()
-		r.invoking = nil
-	}
-	if d.head > 1024 && d.head*2 > len(d.cbs) {
-		d.cbs = append(d.cbs[:0], d.cbs[d.head:]...)
-		d.head = 0
-	}
-	if d.queued() > 0 && d.cbs[d.head].needGP <= ready {
-		d.cpu.RaiseSoftirq(sim.SoftirqRCU)
-	}
-}
-
-// ---- the GP kernel thread (modern kernels) ----
-
-func (r *RCU) requestGP() {
-	if !r.gpRequested {
-		r.gpRequested = true
-		r.kthreadWQ.WakeAll()
-	}
-}
-
-func (r *RCU) gpKthread(t *sim.Task) {
-	for {
-		r.kthreadWQ.Wait(t, func() bool { return r.gpRequested })
-		r.gpRequested = false
-		t.Charge(r.cfg.KthreadCost)
-		if r.GPInProgress() || r.gpNeeded <= r.gpNum {
-			continue
-		}
-		r.startGP(r.cpus[t.CPU().ID])
-		for r.nHoldouts > 0 {
-			r.kthreadWQ.WaitTimeout(t, func() bool { return r.nHoldouts == 0 }, int64(r.cfg.FQSJiffies))
-			if r.nHoldouts > 0 {
-				t.Charge(r.cfg.KthreadCost)
-				r.fqs()
-			}
-		}
-		t.Charge(r.cfg.KthreadCost)
-		r.endGP()
-		r.cpus[t.CPU().ID].completeSeen = r.completed
-		if r.gpNeeded > r.gpNum { // a CPU asked for another one meanwhile
-			r.gpRequested = true
-		}
-	}
+// readerFree reports whether the CPU's current task is outside any reader
+// with preemption enabled: for preemptible RCU, a tick there is a QS.
+func (r *RCU) readerFree(c *sim.CPU) bool {
+	t := c.Curr()
+	return t != nil && t.PreemptCount() == 0 && nestingOf(t).nesting == 0
 }

@@ -26,11 +26,17 @@ func newMachine(t testing.TB, scfg sim.Config, rcfg Config) machine {
 	return machine{e, r}
 }
 
-// legacyUP is the 2009 machine: 1 CPU, no preemption, HZ=1000, tree RCU
-// driven from the tick.
-func legacyUP(t testing.TB) machine {
-	return newMachine(t, sim.Config{HZ: 1000, CPUs: 1}, Config{FQSJiffies: 3})
-}
+// The configurations of the kernel lines, as the profiles set them.
+var (
+	classic31 = Config{Flavor: Classic, SyncUPShortcut: true, Expedited: ExpNone}
+	tree31    = Config{Flavor: Tree, SyncUPShortcut: true, Expedited: ExpNone}
+	tree32    = Config{Flavor: Tree, SyncUPShortcut: true, Expedited: ExpMigration}
+	preempt32 = Config{Flavor: Tree, Preemptible: true, Expedited: ExpNormal}
+	tiny33    = Config{Flavor: Tiny, Expedited: ExpCondResched}
+	modern    = Config{Flavor: Tree, GPKthread: true, Preemptible: true, FQSFirst: 1, FQSNext: 1,
+		CondReschedQS: true, Expedited: ExpIPI, Barrier: BarrierEntrain,
+		Divisor: 7, ReschedTime: 3 * sim.Millisecond, BatchOnlyIfBusy: true}
+)
 
 // callbackTime queues a callback 300 µs into the first jiffy, sleeps a
 // jiffy at a time until it has run, and returns when it ran.
@@ -50,32 +56,67 @@ func callbackTime(t *testing.T, m machine) sim.Time {
 	return ran
 }
 
-func TestCallbackNeedsTwoTicksOnLegacyUP(t *testing.T) {
-	// The callback is queued mid-jiffy; the GP starts at the next tick, the
-	// task's next context switch is the QS, and the tick after that reports
-	// it, ends the GP and runs the callback.
-	m := legacyUP(t)
-	ran := callbackTime(t, m)
-	if want := 2 * sim.Millisecond; ran != want {
-		t.Errorf("callback ran at %v, want %v", ran, want)
+func TestCallbackTimingByImplementation(t *testing.T) {
+	// One callback queued 300 µs into jiffy 0 by a task that then sleeps a
+	// jiffy at a time, 1 CPU, HZ=1000.
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want sim.Time
+	}{
+		// 2.6.31 Tree: call_rcu starts the GP; the sleep at 300 µs is the
+		// QS; the tick at 1 ms reports it, ends the GP, advances the
+		// callbacks of the reporting CPU and runs them.
+		{"tree 2.6.3x", tree31, 1 * sim.Millisecond},
+		// Classic: the batch starts at the 1 ms softirq, whose QS check
+		// only notices it; the 2 ms softirq reports the QS (the idle tick)
+		// and completes the batch; the 3 ms one moves the callback to the
+		// done list and runs it.
+		{"classic", classic31, 3 * sim.Millisecond},
+		// Tiny: the sleep's context switch makes it ready and wakes
+		// ksoftirqd, which runs it at once.
+		{"tiny", tiny33, 300 * sim.Microsecond},
+	} {
+		m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1, Watchdog: -1}, tc.cfg)
+		if got := callbackTime(t, m); got != tc.want {
+			t.Errorf("%s: callback ran at %v, want %v", tc.name, got, tc.want)
+		}
+		if s := m.r.Stats(); s.CallbacksInvoked != 1 {
+			t.Errorf("%s: Stats() = %+v, want 1 callback", tc.name, s)
+		}
 	}
-	if s := m.r.Stats(); s.GPsCompleted != 1 || s.CallbacksInvoked != 1 {
-		t.Errorf("Stats() = %+v, want 1 GP and 1 callback", s)
+}
+
+func TestModernGPOnTwoCPUsWaitsForTheFQSTimer(t *testing.T) {
+	// The SMP jiffy: at HZ=250 with the modern timer wheel, the tick's
+	// softirq asks for the GP (J+1), the kthread starts it and sleeps
+	// jiffies_till_first_fqs = 1, which fires at J+3; only that scan
+	// reports the idle second CPU; the callback runs at the next tick of
+	// its CPU (J+4). On one CPU the idle tick at J+2 ends the GP.
+	for _, tc := range []struct {
+		cpus int
+		want sim.Time
+	}{{1, 3 * 4 * sim.Millisecond}, {2, 4 * 4 * sim.Millisecond}} {
+		m := newMachine(t, sim.Config{HZ: 250, CPUs: tc.cpus, Timers: sim.TimerLevels, Watchdog: -1}, modern)
+		if got := callbackTime(t, m); got != tc.want {
+			t.Errorf("%d CPUs: callback ran at %v, want %v", tc.cpus, got, tc.want)
+		}
 	}
 }
 
 func TestSynchronizeIsANoopOnUPWithoutPreemptibleRCU(t *testing.T) {
 	for _, tc := range []struct {
 		name string
+		cfg  Config
 		cpus int
-		pre  bool
 		noop bool
 	}{
-		{"UP", 1, false, true},
-		{"UP preemptible RCU", 1, true, false},
-		{"SMP", 2, false, false},
+		{"UP 2.6.32", tree32, 1, true},
+		{"UP preemptible 2.6.32", preempt32, 1, false},
+		{"SMP 2.6.32", tree32, 2, false},
+		{"UP modern", modern, 1, false},
 	} {
-		m := newMachine(t, sim.Config{HZ: 1000, CPUs: tc.cpus}, Config{Preemptible: tc.pre})
+		m := newMachine(t, sim.Config{HZ: 1000, CPUs: tc.cpus}, tc.cfg)
 		var waited bool
 		var took sim.Time
 		m.e.Go("t", 0, false, func(tk *sim.Task) {
@@ -95,7 +136,9 @@ func TestSynchronizeIsANoopOnUPWithoutPreemptibleRCU(t *testing.T) {
 
 func TestSpinnerStallsGracePeriodsUntilTheWatchdog(t *testing.T) {
 	// The expedited loop of 2009: no sleep, no QS, callbacks never run.
-	m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1, Watchdog: 5 * sim.Second}, Config{StallTimeout: 2 * sim.Second})
+	cfg := tree32
+	cfg.StallTimeout = 2 * sim.Second
+	m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1, Watchdog: 5 * sim.Second}, cfg)
 	var logged []string
 	m.e.SetLogger(func(_ sim.Time, f string, _ ...any) { logged = append(logged, f) })
 	ran := false
@@ -115,38 +158,46 @@ func TestSpinnerStallsGracePeriodsUntilTheWatchdog(t *testing.T) {
 	if ran {
 		t.Errorf("callback ran during a stalled grace period")
 	}
-	if m.r.Stats().Stalls != 1 || len(logged) != 2 || !strings.HasPrefix(logged[0], "INFO: rcu detected stall") ||
+	if m.r.Stats().Stalls != 1 || len(logged) != 2 || !strings.HasPrefix(logged[0], "INFO: RCU detected CPU %d stall") ||
 		!strings.HasPrefix(logged[1], "BUG: soft lockup") {
 		t.Errorf("stall warnings = %d, log %q; want the RCU stall warning, then the soft lockup", m.r.Stats().Stalls, logged)
 	}
 }
 
-func TestPreemptibleRCUEndsTheSpinnersGracePeriod(t *testing.T) {
-	m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1, Preempt: sim.PreemptFull}, Config{Preemptible: true})
-	ran := false
+func TestUPForceQuiescentStateAsksForAReschedule(t *testing.T) {
+	// 2.6.3x Tree RCU on UP: once the GP is 3 jiffies old, every softirq's
+	// force_quiescent_state sets need_resched; a spinner that reaches a
+	// cond_resched() then passes through schedule(), which is the QS.
+	m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1, Watchdog: -1}, tree32)
+	var ranAt sim.Time = -1
 	m.e.Go("ndst", 0, false, func(tk *sim.Task) {
-		m.r.CallRCU(tk, func() { ran = true })
-		for !ran {
-			tk.Relax(sim.Microsecond)
+		m.r.CallRCU(tk, func() { ranAt = m.e.Now() })
+		for ranAt < 0 {
+			tk.Charge(100 * sim.Microsecond)
+			tk.CondResched()
 		}
 	})
 	if err := m.e.Run(); err != nil {
-		t.Fatalf("Run() = %v, want the spinner to finish", err)
+		t.Fatal(err)
+	}
+	if ranAt < 3*sim.Millisecond || ranAt > 6*sim.Millisecond || m.r.Stats().FQSResched == 0 {
+		t.Errorf("callback ran at %v with %d FQS reschedules, want a few ms in, after FQS asked", ranAt, m.r.Stats().FQSResched)
 	}
 }
 
-func TestIdleSecondCPUWaitsForFQS(t *testing.T) {
-	// With 2 CPUs the idle one can only be reported by an FQS scan, so the
-	// GP lasts FQSJiffies longer than on one CPU.
-	run := func(cpus int) sim.Time {
-		return callbackTime(t, newMachine(t, sim.Config{HZ: 1000, CPUs: cpus}, Config{FQSJiffies: 3}))
-	}
-	up, smp := run(1), run(2)
-	if smp <= up {
-		t.Errorf("callback on 2 CPUs at %v, on 1 CPU at %v: want 2 CPUs slower", smp, up)
-	}
-	if want := 4 * sim.Millisecond; smp != want {
-		t.Errorf("callback on 2 CPUs at %v, want %v (GP at 1ms, FQS at 4ms)", smp, want)
+func TestPreemptibleRCUEndsTheSpinnersGracePeriod(t *testing.T) {
+	for _, cfg := range []Config{preempt32, modern} {
+		m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1, Preempt: sim.PreemptFull}, cfg)
+		ran := false
+		m.e.Go("ndst", 0, false, func(tk *sim.Task) {
+			m.r.CallRCU(tk, func() { ran = true })
+			for !ran {
+				tk.Relax(sim.Microsecond)
+			}
+		})
+		if err := m.e.Run(); err != nil {
+			t.Fatalf("Run() = %v, want the spinner to finish", err)
+		}
 	}
 }
 
@@ -156,10 +207,12 @@ func TestBarrierWaitsForEarlierCallbacks(t *testing.T) {
 		cfg  Config
 		cpus int
 	}{
-		{"legacy UP", Config{}, 1},
-		{"legacy SMP", Config{}, 4},
-		{"modern SMP", Config{GPKthread: true, BarrierSkipsIdle: true, CondReschedQS: true}, 4},
-		{"tiny", Config{Flavor: Tiny}, 1},
+		{"classic UP", classic31, 1},
+		{"classic SMP", classic31, 4},
+		{"tree 2.6.3x UP", tree31, 1},
+		{"tree 2.6.3x SMP", tree31, 4},
+		{"modern SMP", modern, 4},
+		{"tiny", tiny33, 1},
 	} {
 		m := newMachine(t, sim.Config{HZ: 250, CPUs: tc.cpus}, tc.cfg)
 		count := 0
@@ -181,7 +234,7 @@ func TestBarrierWaitsForEarlierCallbacks(t *testing.T) {
 }
 
 func TestModernBarrierWithNothingQueuedReturnsAtOnce(t *testing.T) {
-	m := newMachine(t, sim.Config{HZ: 250, CPUs: 2}, Config{GPKthread: true, BarrierSkipsIdle: true})
+	m := newMachine(t, sim.Config{HZ: 250, CPUs: 2}, modern)
 	var took sim.Time
 	m.e.Go("t", 0, false, func(tk *sim.Task) {
 		s := tk.Now()
@@ -197,13 +250,12 @@ func TestModernBarrierWithNothingQueuedReturnsAtOnce(t *testing.T) {
 }
 
 func TestBarrierInsideReaderPanics(t *testing.T) {
-	m := legacyUP(t)
+	m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1}, tree31)
 	m.e.Go("t", 0, false, func(tk *sim.Task) {
 		m.r.ReadLock(tk)
 		m.r.Barrier(tk)
 	})
-	err := m.e.Run()
-	if err == nil {
+	if err := m.e.Run(); err == nil {
 		t.Fatal("Run() = nil, want the reader misuse reported")
 	}
 }
@@ -212,7 +264,9 @@ func TestGPKthreadRunsOnAnIdleCPU(t *testing.T) {
 	// The GP kthread is unbound: while CPU 0 is busy in non-preemptible
 	// kernel code, the GP its tick asks for is started on idle CPU 1. No
 	// GP starts before that tick: call_rcu does not start one.
-	m := newMachine(t, sim.Config{HZ: 250, CPUs: 2}, Config{GPKthread: true})
+	cfg := modern
+	cfg.Preemptible = false
+	m := newMachine(t, sim.Config{HZ: 250, CPUs: 2}, cfg)
 	var startedBeforeTick, startedWhileBusy bool
 	m.e.Go("busy", 0, false, func(tk *sim.Task) {
 		m.r.CallRCU(tk, func() {})
@@ -227,5 +281,21 @@ func TestGPKthreadRunsOnAnIdleCPU(t *testing.T) {
 	}
 	if startedBeforeTick || !startedWhileBusy {
 		t.Errorf("GP started before the tick: %v, after it while CPU 0 was busy: %v; want false, true", startedBeforeTick, startedWhileBusy)
+	}
+}
+
+func TestCallRCUStartsAGPIn2_6Tree(t *testing.T) {
+	m := newMachine(t, sim.Config{HZ: 1000, CPUs: 2}, tree31)
+	var started bool
+	m.e.Go("t", 0, false, func(tk *sim.Task) {
+		m.r.CallRCU(tk, func() {})
+		started = m.r.GPInProgress()
+		m.r.Barrier(tk)
+	})
+	if err := m.e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if !started {
+		t.Error("2.6.3x call_rcu did not start a grace period")
 	}
 }

@@ -179,3 +179,33 @@ func TestSameSeedSameTimes(t *testing.T) {
 		t.Logf("seeds 7 and 8 gave the same end time %v (possible, but unlikely)", c)
 	}
 }
+
+func TestPhasesSumToTheTaskTime(t *testing.T) {
+	e := newTestEngine(t, Config{HZ: 250, CPUs: 1, ContextSwitch: Microsecond, TickCost: Microsecond, Jitter: 0.1})
+	var start, end Time
+	var got []PhaseTime
+	e.Go("t", 0, false, func(tk *Task) {
+		start = tk.Now()
+		tk.SetPhase("work")
+		tk.Charge(3 * Millisecond)
+		prev := tk.SetPhase("sleep")
+		tk.ScheduleTimeout(2)
+		tk.SetPhase(prev)
+		tk.Charge(Millisecond)
+		end = tk.Now()
+		got = tk.Phases()
+	})
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var sum Time
+	for _, p := range got {
+		sum += p.CPU + p.Wait
+	}
+	if sum != end-start || len(got) != 2 || got[0].Name != "work" || got[1].Name != "sleep" {
+		t.Fatalf("Phases() = %+v summing to %v, want work and sleep summing to %v", got, sum, end-start)
+	}
+	if got[1].CPU != 0 || got[1].Wait < 4*Millisecond {
+		t.Errorf("sleep phase = %+v, want no CPU and most of two jiffies of waiting", got[1])
+	}
+}

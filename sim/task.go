@@ -62,6 +62,8 @@ type Task struct {
 	sleepGen uint64
 	// Value is free for subsystems to attach per-task data (RCU nesting).
 	Value any
+	// phase attributes the task's time (phase.go).
+	phase phaseState
 }
 
 // killed tasks unwind with this panic value.
@@ -187,6 +189,7 @@ func (t *Task) Charge(d Time) {
 		return
 	}
 	t.cpu.account(t.mode, d)
+	t.chargedInPhase(d)
 	end := t.e.now + d
 	// Fast path: nothing else is due before the charge ends, so no other
 	// code could observe the difference between running it and skipping it.
@@ -225,6 +228,7 @@ func (t *Task) Relax(min Time) {
 		d = next - t.e.now
 	}
 	t.cpu.account(t.mode, d)
+	t.chargedInPhase(d)
 	t.chargeEnd = t.e.now + d
 	t.chargeEv = t.e.At(t.chargeEnd, t.endFn)
 	t.yield()

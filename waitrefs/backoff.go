@@ -23,7 +23,7 @@ func (Backoff) Name() string { return "backoff" }
 func (Backoff) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
 	wait := int64(0)
 	return poll(r, t, devs, func(int) {
-		r.RCU().Barrier(t)
+		r.Barrier(t)
 		if wait == 0 {
 			wait = backoffMin
 			return

@@ -16,7 +16,7 @@ func (Barrier) Name() string { return "barrier" }
 
 // Prepare runs one rcu_barrier for the whole todo list.
 func (Barrier) Prepare(r *netdev.Registry, t *sim.Task, _ []*netdev.Device) {
-	r.RCU().Barrier(t)
+	r.Barrier(t)
 }
 
 // WaitAny implements netdev.Waiter.

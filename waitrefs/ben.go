@@ -17,7 +17,7 @@ func (Ben) Name() string { return "ben" }
 // WaitAny implements netdev.Waiter.
 func (Ben) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
 	return poll(r, t, devs, func(int) {
-		r.RCU().Barrier(t)
+		r.Barrier(t)
 		if anyReady(r, devs) {
 			return
 		}

@@ -48,26 +48,27 @@ func TestStrategiesWaitTheirOwnWay(t *testing.T) {
 		barriers  int64
 		checkFunc func(r *ndst.Result) string
 	}{
-		// msleep(250) = 251 jiffies from the current one: 250..251 ms of
-		// sleep after the first check, which comes 2.5 ms in.
-		{"msleep250", emu.Config{Strategy: "msleep250"}, 252 * ms, 254 * ms, 1, 0, nil},
-		// One jiffy at a time: GP at the tick after call_rcu, QS at the
-		// sleep, callbacks at the next tick.
-		{"tick", emu.Config{Strategy: "tick"}, 2 * ms, 4 * ms, 1, 0, nil},
-		// The barrier's own callback needs a second grace period.
-		{"ben", emu.Config{Strategy: "ben"}, 3 * ms, 5 * ms, 0, 1, nil},
-		{"barrier", emu.Config{Strategy: "barrier"}, 3 * ms, 5 * ms, 0, 1, nil},
+		// msleep(250) = 251 jiffies from the jiffy the 1.4 ms unregister
+		// ends in; the command starts at a seeded phase of jiffy 0.
+		{"msleep250", emu.Config{Strategy: "msleep250"}, 251 * ms, 253 * ms, 1, 0, nil},
+		// One jiffy at a time. 2.6.31 Tree RCU: the arp_parms free queued
+		// first starts GP 1 in call_rcu, so the in_device release queued
+		// right after waits for GP 2: two sleeps, three jiffies.
+		{"tick", emu.Config{Strategy: "tick"}, 2 * ms, 3 * ms, 2, 0, nil},
+		// rcu_barrier's callback joins GP 2 with the in_device release.
+		{"ben", emu.Config{Strategy: "ben"}, 2 * ms, 3 * ms, 0, 1, nil},
+		{"barrier", emu.Config{Strategy: "barrier"}, 2 * ms, 3 * ms, 0, 1, nil},
 		// 6.18: the run_todo barrier flushes everything; the backoff loop
 		// finds the device ready before any sleep.
 		{"backoff", emu.Config{Strategy: "backoff", Profile: "6.18", HZ: 250}, 0, 40 * ms, 0, 1, nil},
-		{"wake", emu.Config{Strategy: "wake"}, 2 * ms, 4 * ms, 1, 0, func(r *ndst.Result) string {
+		{"wake", emu.Config{Strategy: "wake"}, 2 * ms, 3 * ms, 1, 0, func(r *ndst.Result) string {
 			if r.Counters["release_checks"] == 0 {
 				return "no release checks counted"
 			}
 			return ""
 		}},
 		// With two CPUs the expedited GP is real and the loop finishes.
-		{"expedited SMP", emu.Config{Strategy: "expedited", CPUs: 2}, 1 * ms, 20 * ms, 0, 0, nil},
+		{"expedited SMP", emu.Config{Strategy: "expedited", Profile: "2.6.32", CPUs: 2}, 1 * ms, 20 * ms, 0, 0, nil},
 	}
 	for _, tc := range tests {
 		r := delOne(t, tc.cfg)

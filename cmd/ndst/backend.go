@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
@@ -15,11 +16,8 @@ import (
 func (g *globalOptions) emuConfig() (emu.Config, error) {
 	c := emu.Config{
 		Profile: g.profile, Strategy: g.strategy, HZ: g.hz, CPUs: g.cpus,
-		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.watchdog,
+		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.emuWatchdog(),
 		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
-	}
-	if g.watchdog == 0 {
-		c.Watchdog = -1 // --watchdog 0 turns the detector off
 	}
 	if g.costs != "" {
 		t, err := costs.Load(g.costs)
@@ -27,8 +25,21 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 			return c, ndst.Usagef("--costs: %v", err) // a bad flag value
 		}
 		c.Costs = t
+		c.CostsPath = g.costs
 	}
 	return c, nil
+}
+
+// emuWatchdog is the emulated kernel's soft-lockup threshold: the kernel
+// line's unless --watchdog was given, and none for --watchdog 0.
+func (g *globalOptions) emuWatchdog() time.Duration {
+	switch {
+	case !g.watchdogSet:
+		return 0
+	case g.watchdog == 0:
+		return -1
+	}
+	return g.watchdog
 }
 
 // openBackend opens the backend chosen with --backend. Only a command that

@@ -10,6 +10,7 @@ import (
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
 	"github.com/ndst-project/ndst/safefile"
 	"github.com/ndst-project/ndst/waitrefs"
 	"github.com/spf13/cobra"
@@ -59,7 +60,7 @@ Examples:
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.backends, "backend", []string{"sim"}, "backends: sim, netlink (list)")
-	f.StringSliceVar(&o.profiles, "profile", []string{"2.6.31"}, "kernel profiles: 2.6.31, 2.6.33, 6.18 (list)")
+	f.StringSliceVar(&o.profiles, "profile", []string{netdev.DefaultProfile}, "kernel lines (list): "+strings.Join(netdev.ProfileNames, ", "))
 	f.StringSliceVar(&o.strategies, "strategy", waitrefs.Names, "wait strategies (list)")
 	f.StringSliceVar(&o.hz, "hz", []string{"1000"}, "timer frequencies (list)")
 	f.StringSliceVar(&o.cpus, "cpus", []string{"1"}, "CPU counts (list)")
@@ -82,7 +83,7 @@ func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
 	s := &bench.Spec{
 		Backends: o.backends, Profiles: o.profiles, Strategies: o.strategies, Preempts: o.preempts,
 		Batches: o.batches, Runs: o.runs, Seed: g.seed, RCU: g.rcu, NameAlloc: g.nameAlloc,
-		Watchdog: g.watchdog, Workers: o.jobs, Confirmed: o.yes,
+		Watchdog: g.emuWatchdog(), Workers: o.jobs, Confirmed: o.yes,
 	}
 	var err error
 	if s.HZ, err = intList("--hz", o.hz); err != nil {

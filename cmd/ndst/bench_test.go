@@ -10,7 +10,7 @@ import (
 )
 
 // benchArgs is a small, quick matrix with a livelocking cell.
-var benchArgs = []string{"--watchdog", "2s", "bench", "--strategy", "tick,expedited,barrier",
+var benchArgs = []string{"--watchdog", "2s", "--profile", "2.6.33", "bench", "--strategy", "tick,expedited,barrier",
 	"--count", "10,50", "--runs", "2"}
 
 var benchWallRE = regexp.MustCompile(`"(wall_ns|wall_mean_ns|add_wall_mean_ns|add_wall_ns|del_wall_ns)": [0-9.e+-]+`)
@@ -75,7 +75,7 @@ func TestBenchBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "--strategy", "tick,nap"}, `unknown name "nap"`},
-		{[]string{"bench", "--profile", "2.6.32"}, `--profile: unknown name "2.6.32"`},
+		{[]string{"bench", "--profile", "2.6.30"}, `--profile: unknown name "2.6.30"`},
 		{[]string{"bench", "--preempt", "lazy"}, `--preempt: unknown name "lazy"`},
 		{[]string{"bench", "--batch", "bulk"}, `--batch: unknown name "bulk"`},
 		{[]string{"bench", "--backend", "qemu"}, `--backend: unknown name "qemu"`},

@@ -198,7 +198,9 @@ func TestExpeditedLivelockIsAResult(t *testing.T) {
 	state := tempState(t)
 	ndstRun(t, state, "add", "100")
 	before, _ := os.ReadFile(state)
-	out, _, code := ndstRun(t, state, "--json", "--strategy", "expedited", "del", "1", "100")
+	// 2.6.33: the route-cache flush, whose cond_resched() lets 2.6.31/32
+	// escape once a second, is no longer in the rebroadcast.
+	out, _, code := ndstRun(t, state, "--json", "--profile", "2.6.33", "--strategy", "expedited", "del", "1", "100")
 	if code != 1 {
 		t.Fatalf("expedited del = exit %d, want 1", code)
 	}
@@ -219,7 +221,7 @@ func TestExpeditedLivelockIsAResult(t *testing.T) {
 		t.Errorf("notes = %q, want how far the teardown got", r.Notes)
 	}
 	joined := strings.Join(r.KernelLog, "\n")
-	if !strings.Contains(joined, "waiting for dummy0 to become free. Usage count = 2") {
+	if !strings.Contains(joined, "waiting for dummy0 to become free. Usage count = 1") {
 		t.Errorf("kernel log = %q, want the 10 s unregister_netdevice warning", joined)
 	}
 	after, _ := os.ReadFile(state)

@@ -31,8 +31,14 @@ func TestBadCommandLines(t *testing.T) {
 		// Limits name the real limit; a bad combination names its cause.
 		{[]string{"add", "99999999999999999999"}, 2, "at most 16777216"},
 		{[]string{"add", "16777217"}, 2, "at most 16777216"},
-		{[]string{"--rcu", "tiny", "--cpus", "2", "add", "1"}, 2, "--rcu tiny runs on one CPU only, not --cpus 2"},
-		{[]string{"--rcu", "tiny", "--preempt", "full", "add", "1"}, 2, "cannot run --preempt full"},
+		{[]string{"--profile", "2.6.33", "--rcu", "tiny", "--cpus", "2", "add", "1"}, 2, "needs a kernel without SMP: one CPU, not --cpus 2"},
+		{[]string{"--profile", "2.6.33", "--rcu", "tiny", "--preempt", "full", "add", "1"}, 2, "is not preemptible: not --preempt full"},
+		// An RCU the kernel line did not have names the line and what it had.
+		{[]string{"--rcu", "tiny", "add", "1"}, 2, "--rcu tiny: kernel 2.6.32 has no tiny RCU (it has tree, tree-preempt)"},
+		{[]string{"--profile", "2.6.31", "--rcu", "tree-preempt", "add", "1"}, 2, "--rcu tree-preempt: kernel 2.6.31 has no tree-preempt RCU (it has tree, classic)"},
+		{[]string{"--rcu", "bogus", "add", "1"}, 2, "--rcu bogus: unknown RCU implementation"},
+		{[]string{"--profile", "2.6.32", "--rcu", "tree-preempt", "add", "1"}, 2, "needs CONFIG_PREEMPT in kernel 2.6.32: --preempt full"},
+		{[]string{"--profile", "2.6.31", "--strategy", "expedited", "del", "1", "1"}, 2, "kernel 2.6.31 does not have"},
 		// Flags of one backend given to the other.
 		{[]string{"--backend", "netlink", "--hz", "0", "--cpus", "0", "--strategy", "foo", "--profile", "bogus", "add", "1"}, 2,
 			"--profile, --strategy, --hz, and --cpus would be ignored: --backend netlink runs this host's kernel"},

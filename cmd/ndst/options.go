@@ -2,9 +2,11 @@ package main
 
 import (
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 )
@@ -32,6 +34,8 @@ type globalOptions struct {
 	costs     string
 	state     string
 	watchdog  time.Duration
+	// watchdogSet: --watchdog was given (0 then turns the detector off).
+	watchdogSet bool
 
 	// Netlink settings.
 	netns         string
@@ -62,7 +66,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.template, "name", "dummy%d", "name template with exactly one %d (at most 15 bytes)")
 
 	f.StringVar(&g.strategy, "strategy", "", "netdev_wait_allrefs strategy: msleep250, tick, expedited, ben, barrier, backoff, wake (default: the profile's)")
-	f.StringVar(&g.profile, "profile", "2.6.31", "kernel profile: 2.6.31, 2.6.33, 6.18")
+	f.StringVar(&g.profile, "profile", netdev.DefaultProfile, "kernel line: "+strings.Join(netdev.ProfileNames, ", ")+" (ndst profiles lists them)")
 	f.IntVar(&g.hz, "hz", 1000, "timer frequency of the emulated kernel")
 	f.IntVar(&g.cpus, "cpus", 1, "number of emulated CPUs")
 	f.StringVar(&g.preempt, "preempt", "none", "preemption model: none, voluntary, full")
@@ -71,7 +75,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.nameAlloc, "name-alloc", "bitmap", "%d name allocator: bitmap, or scan (the kernel's O(n) __dev_alloc_name)")
 	f.StringVar(&g.costs, "costs", "", "per-operation CPU cost table (JSON, as written by 'ndst calibrate')")
 	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
-	f.DurationVar(&g.watchdog, "watchdog", 20*time.Second, "soft-lockup threshold in virtual time (0: no detector)")
+	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in virtual time (default: the kernel line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
 	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's)")
 	f.StringVar(&g.kind, "kind", "dummy", "link kind of the netlink backend: dummy, ifb, veth")
@@ -84,6 +88,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 // validate checks the global flags before any subcommand runs.
 func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.kindExplicit = cmd.Flags().Changed("kind")
+	g.watchdogSet = cmd.Flags().Changed("watchdog")
 	g.nameExplicit = cmd.Flags().Changed("name")
 	switch g.backend {
 	case "sim", "netlink":

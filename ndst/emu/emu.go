@@ -24,6 +24,7 @@ import (
 	"github.com/ndst-project/ndst/devtable"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/netdev"
+	ph "github.com/ndst-project/ndst/phase"
 	"github.com/ndst-project/ndst/rcu"
 	"github.com/ndst-project/ndst/sim"
 	"github.com/ndst-project/ndst/statefile"
@@ -32,7 +33,7 @@ import (
 
 // Config describes the emulated machine and kernel.
 type Config struct {
-	Profile  string // "2.6.31" (default), "2.6.33", "6.18"
+	Profile  string // a kernel line (netdev.ProfileNames); "" is netdev.DefaultProfile
 	Strategy string // empty: the profile's default
 	HZ       int
 	CPUs     int
@@ -40,7 +41,10 @@ type Config struct {
 	RCU      string // "tree" (default) or "tiny"
 	Seed     uint64
 	Costs    *costs.Table // nil: costs.Default()
-	// Watchdog is the soft-lockup threshold in virtual time (0: 20 s,
+	// CostsPath is where Costs was read from, to name it in results.
+	CostsPath string
+	// Watchdog is the soft-lockup threshold in virtual time (0: the
+	// profile's, 60 s for 2.6.3x and 20 s for modern lines;
 	// negative: no detector).
 	Watchdog time.Duration
 	// Jitter is the relative spread of charged costs (negative: none).
@@ -68,14 +72,14 @@ type resolved struct {
 	profile  netdev.Profile
 	strategy netdev.Waiter
 	preempt  sim.Preempt
-	flavor   rcu.Flavor
+	rcu      netdev.RCUChoice
 	names    netdev.NameAlloc
 	costs    *costs.Table
 }
 
 func resolve(c Config) (*resolved, error) {
 	if c.Profile == "" {
-		c.Profile = "2.6.31"
+		c.Profile = netdev.DefaultProfile
 	}
 	p, err := netdev.LookupProfile(c.Profile)
 	if err != nil {
@@ -101,22 +105,13 @@ func resolve(c Config) (*resolved, error) {
 	if c.CPUs < 1 || c.CPUs > 4096 {
 		return nil, ndst.Usagef("--cpus must be between 1 and 4096, got %d", c.CPUs)
 	}
-	flavor := rcu.Tree
-	switch c.RCU {
-	case "", "tree":
-		c.RCU = "tree"
-	case "tiny":
-		flavor = rcu.Tiny
-		switch {
-		case c.CPUs != 1:
-			return nil, ndst.Usagef("--rcu tiny runs on one CPU only, not --cpus %d; use --cpus 1 or --rcu tree", c.CPUs)
-		case pre == sim.PreemptFull:
-			return nil, ndst.Usagef("--rcu tiny is not preemptible, so it cannot run --preempt full; use --rcu tree")
-		case p.PreemptibleRCU:
-			return nil, ndst.Usagef("--rcu tiny is not preemptible, and profile %s has preemptible RCU; use --rcu tree or another --profile", p.Name)
-		}
-	default:
-		return nil, ndst.Usagef("unknown RCU flavour %q (want tree or tiny)", c.RCU)
+	choice, err := p.Choose(c.RCU, c.CPUs, pre)
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	c.RCU = choice.Name
+	if c.Strategy == "expedited" && choice.Name != "tiny" && p.RCUConfig(choice, c.HZ, c.CPUs, nil).Expedited == rcu.ExpNone {
+		return nil, ndst.Usagef("--strategy expedited calls synchronize_rcu_expedited(), which kernel %s does not have (it first shipped in 2.6.32, 03b042bf1dc1): use --profile 2.6.32 or later", p.Name)
 	}
 	names := netdev.NameBitmap
 	switch c.NameAlloc {
@@ -139,7 +134,7 @@ func resolve(c Config) (*resolved, error) {
 	if ct == nil {
 		ct = costs.Default()
 	}
-	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, flavor: flavor, names: names, costs: ct}, nil
+	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, rcu: choice, names: names, costs: ct}, nil
 }
 
 // Backend is the emulated kernel behind the driver contract.
@@ -205,6 +200,9 @@ type kernel struct {
 	rcu *rcu.RCU
 	reg *netdev.Registry
 	log []string
+	// task is the command's task, phases its time by phase.
+	task   *sim.Task
+	phases []sim.PhaseTime
 }
 
 const maxKernelLog = 64
@@ -212,16 +210,18 @@ const maxKernelLog = 64
 func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	r := b.r
 	wd := sim.Time(r.cfg.Watchdog)
-	e, err := sim.New(sim.Config{
+	scfg := sim.Config{
 		HZ: r.cfg.HZ, CPUs: r.cfg.CPUs, Preempt: r.preempt, Seed: r.cfg.Seed,
 		Watchdog: wd, Jitter: r.cfg.Jitter,
 		ContextSwitch: sim.Time(r.costs.Lookup(costs.ContextSwitch)),
 		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
-	})
+	}
+	r.profile.SimConfig(&scfg)
+	e, err := sim.New(scfg)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
-	rc, err := rcu.New(e, r.profile.RCUConfig(r.cfg.HZ, r.preempt, r.flavor, r.costs))
+	rc, err := rcu.New(e, r.profile.RCUConfig(r.rcu, r.cfg.HZ, r.cfg.CPUs, r.costs))
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
@@ -261,16 +261,25 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 func (k *kernel) run(ctx context.Context, body func(t *sim.Task, sys sim.Time)) (sim.Time, error) {
 	var start, end sim.Time = -1, -1
 	phase := sim.Time(k.e.Rand().Int64N(int64(k.e.Period())))
+	defer func() {
+		if k.phases == nil && k.task != nil {
+			k.phases = k.task.Phases() // a stopped run: up to where it stopped
+		}
+	}()
 	sys := sim.Time(k.reg.Cost(costs.Syscall))
 	k.e.Go("ndst", 0, false, func(t *sim.Task) {
 		t.SetMode(sim.ModeUser)
 		t.Nanosleep(phase)
 		start = t.Now()
+		k.task = t
 		t.SetMode(sim.ModeKernel)
+		t.SetPhase(ph.Syscall)
 		t.Charge(sys)
+		t.SetPhase(ph.Other)
 		body(t, sys)
 		t.SetMode(sim.ModeUser)
 		end = t.Now()
+		k.phases = t.Phases()
 	})
 	k.e.SetInterrupt(ctx.Err)
 	err := k.e.Run()
@@ -290,10 +299,14 @@ func (b *Backend) newResult(op string, batched bool) *ndst.Result {
 	c := b.r.cfg
 	strategy, profile, preempt := c.Strategy, c.Profile, c.Preempt
 	hz, cpus, seed := c.HZ, c.CPUs, c.Seed
+	rcuName, table := c.RCU, b.r.costs.Source
+	if c.CostsPath != "" {
+		table = c.CostsPath
+	}
 	return &ndst.Result{
 		Op: op, Backend: "sim", Strategy: &strategy, Profile: &profile,
-		HZ: &hz, CPUs: &cpus, Preempt: &preempt, Seed: &seed,
-		Batched: batched, Result: ndst.ResultOK,
+		HZ: &hz, CPUs: &cpus, Preempt: &preempt, Seed: &seed, RCU: &rcuName,
+		CostTable: &table, Batched: batched, Result: ndst.ResultOK,
 	}
 }
 
@@ -445,6 +458,11 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 	}
 	res.Latency = ndst.Summarize(lat)
 	res.Counters = counters(k)
+	for _, p := range k.phases {
+		if p.CPU+p.Wait > 0 {
+			res.Phases = append(res.Phases, ndst.Phase{Name: p.Name, CPUNS: int64(p.CPU), WaitNS: int64(p.Wait)})
+		}
+	}
 	res.KernelLog = k.log
 	if runErr != nil {
 		var lock *sim.LockupError
@@ -503,8 +521,8 @@ func counters(k *kernel) map[string]int64 {
 	es := k.e.Stats()
 	var busy, idleIRQ int64
 	for _, c := range k.e.CPUs() {
-		busy += int64(c.Busy[sim.ModeKernel] + c.Busy[sim.ModeUser])
-		idleIRQ += int64(c.Busy[sim.ModeIdle])
+		busy += int64(c.Busy[sim.ModeKernel] + c.Busy[sim.ModeUser] + c.Busy[sim.ModeIRQ])
+		idleIRQ += int64(c.Busy[sim.ModeIRQ])
 	}
 	return map[string]int64{
 		"grace_periods":       rs.GPsCompleted,

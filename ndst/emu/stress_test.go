@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/sim"
 	"github.com/ndst-project/ndst/waitrefs"
 )
 
@@ -55,6 +56,22 @@ func stressScenario(t *testing.T, seed uint64) string {
 		Seed:      seed,
 		Ephemeral: true,
 		Watchdog:  3e9, // 3 s of virtual time keeps livelocks cheap
+	}
+	// Any RCU the line offers that fits the machine; the expedited loop
+	// only where the line has synchronize_rcu_expedited.
+	p, _ := netdev.LookupProfile(profile)
+	pre, _ := sim.ParsePreempt(cfg.Preempt)
+	var fits []string
+	for _, c := range p.RCUs {
+		if p.CheckMachine(c, cfg.CPUs, pre) == nil {
+			fits = append(fits, c.Name)
+		}
+	}
+	if len(fits) > 0 {
+		cfg.RCU = fits[rng.IntN(len(fits))]
+	}
+	if cfg.Strategy == "expedited" && profile == "2.6.31" {
+		cfg.Strategy = "tick"
 	}
 	b, err := Open(context.Background(), cfg)
 	if err != nil {

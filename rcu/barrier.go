@@ -1,0 +1,53 @@
+package rcu
+
+import "github.com/ndst-project/ndst/sim"
+
+// rcu_barrier: wait until every callback queued before it has run.
+//   - BarrierEveryCPU (2.6.3x, kernel/rcupdate.c _rcu_barrier): on_each_cpu
+//     queues a barrier callback with call_rcu on every online CPU, each
+//     behind that CPU's callbacks and needing a GP queued after them.
+//   - BarrierEntrain (modern, kernel/rcu/tree.c rcu_barrier): only CPUs with
+//     callbacks get one, entrained at the end of their last non-empty
+//     segment, so it needs no GP of its own; with nothing queued anywhere
+//     it returns at once.
+//   - Tiny RCU: one callback, queued and waited for.
+// The caller sleeps on a completion the last barrier callback signals.
+
+// Barrier waits until every callback queued before it has run.
+func (r *RCU) Barrier(t *sim.Task) {
+	r.mustNotBeReader(t, "rcu_barrier")
+	t.MightSleep()
+	r.stats.Barriers++
+	me := t.CPU().ID
+	var targets []*cpuData
+	for _, d := range r.cpus {
+		if r.cfg.Barrier == BarrierEntrain && r.cfg.Flavor != Tiny && d.cbs.len() == 0 {
+			continue
+		}
+		targets = append(targets, d)
+	}
+	if len(targets) == 0 {
+		r.stats.BarrierNoops++
+		return
+	}
+	pending := len(targets)
+	r.waitForCallback(t, func(done func()) {
+		cb := func() {
+			if pending--; pending == 0 {
+				done()
+			}
+		}
+		for _, d := range targets {
+			if d.cpu.ID != me {
+				t.Charge(r.cfg.IPICost)
+			}
+			t.Charge(r.cfg.CallRCUCost)
+			if r.cfg.Barrier == BarrierEntrain && d.cbs.entrain(cb) {
+				r.stats.CallbacksQueued++
+				d.cpu.KickTick()
+				continue
+			}
+			r.enqueue(d, cb)
+		}
+	})
+}

@@ -1,0 +1,334 @@
+package rcu
+
+import "github.com/ndst-project/ndst/sim"
+
+// tree is modern Tree RCU (kernel/rcu/tree.c, read at 6.18; the same shape
+// since the grace-period kthread took over GP processing). Callbacks wait in
+// an rcu_segcblist: NEXT until accelerated, then WAIT or NEXT_READY tagged
+// with the GP they need.
+//
+//   - call_rcu only queues (in NEXT); it starts nothing.
+//   - The tick (rcu_sched_clock_irq): a QS from user mode or idle, and, with
+//     preemptible RCU or CONFIG_PREEMPT_COUNT, from kernel code outside any
+//     reader or preempt-disabled region (rcu_flavor_sched_clock_irq); then,
+//     if rcu_pending, it raises RCU_SOFTIRQ.
+//   - The softirq (rcu_core): note GP changes (advance callbacks whose GP
+//     ended, accelerate new ones, note a new GP and whether this CPU owes
+//     it a QS); report a QS passed since (rcu_report_qs_rdp, accelerating
+//     this CPU's callbacks); with no GP in progress, accelerate NEXT, which
+//     asks for a GP (rcu_start_this_gp wakes the GP kthread); rcu_do_batch.
+//   - The GP kthread (rcu_gp_kthread, unbound): rcu_gp_init, then the FQS
+//     loop: sleep jiffies_till_first_fqs (a timer, so the timer wheel's
+//     rounding applies), or until the last QS is reported; an FQS scan
+//     first snapshots which CPUs are idle (they are quiescent), later scans
+//     report CPUs idle now or since, and ask CPUs that hold the GP up for
+//     too long to reschedule; then every jiffies_till_next_fqs.
+//     rcu_gp_cleanup ends the GP; only the kthread's own CPU notes the end
+//     there (every other CPU in its next softirq); another GP starts if one
+//     was asked for meanwhile.
+type tree struct {
+	r                *RCU
+	gpNum, completed uint64
+	gpNeeded         uint64
+	qsmask           []bool
+	nqs              int
+	started          sim.Time
+	requested        bool // RCU_GP_FLAG_INIT
+	fqsFlag          bool // RCU_GP_FLAG_FQS: the last QS was reported
+	kthread          *sim.Task
+	wq               sim.WaitQueue
+	cpu              []treeCPU
+}
+
+type treeCPU struct {
+	seenStarted, seenCompleted uint64 // rdp->gp_seq
+	coreNeedsQS                bool
+	noQS                       bool // cpu_no_qs.b.norm
+	snap                       int64
+}
+
+func newTree(r *RCU) *tree {
+	n := len(r.cpus)
+	g := &tree{r: r, qsmask: make([]bool, n), cpu: make([]treeCPU, n)}
+	g.kthread = r.e.Go("rcu_preempt", 0, true, g.gpKthread)
+	if !r.cfg.Preemptible {
+		g.kthread.Name = "rcu_sched"
+	}
+	g.kthread.SetUnbound()
+	return g
+}
+
+func (g *tree) gpInProgress() bool { return g.gpNum != g.completed }
+func (g *tree) gpStart() sim.Time  { return g.started }
+func (g *tree) holdouts() []int    { return maskList(g.qsmask) }
+
+func (g *tree) queue(d *cpuData, fn func()) { d.cbs.append(fn) }
+
+func (g *tree) needsCPU(d *cpuData) bool { return d.cbs.len() > 0 }
+
+// ---- the callback list (rcu_segcblist_advance / _accelerate) ----
+
+// advance moves the callbacks whose GP has completed to DONE.
+func advance(l *cblist, completed uint64) {
+	i := segWait
+	for ; i < segNext; i++ {
+		if l.gp[i] > completed {
+			break
+		}
+		l.tail[segDone] = l.tail[i]
+	}
+	if i == segWait {
+		return
+	}
+	for j := segWait; j < i; j++ {
+		l.tail[j] = l.tail[segDone]
+	}
+	for j := segWait; i < segNext; i, j = i+1, j+1 {
+		if l.tail[j] == l.tail[segNext] {
+			break
+		}
+		l.tail[j], l.gp[j] = l.tail[i], l.gp[i]
+	}
+}
+
+// accelerate assigns GP seq to the callbacks that can wait for it, merging
+// them into one segment; it reports whether any were assigned.
+func accelerate(l *cblist, seq uint64) bool {
+	if l.restEmpty(segDone) {
+		return false
+	}
+	i := segNextReady
+	for ; i > segDone; i-- {
+		if l.segLen(i) > 0 && l.gp[i] < seq {
+			break
+		}
+	}
+	if l.restEmpty(i) {
+		return false
+	}
+	if i++; i >= segNext {
+		return false
+	}
+	for ; i < segNext; i++ {
+		l.tail[i] = l.tail[segNext]
+		l.gp[i] = seq
+	}
+	return true
+}
+
+// accelerateCBs is rcu_accelerate_cbs: assign the next GP and ask for it.
+func (g *tree) accelerateCBs(d *cpuData) {
+	if accelerate(&d.cbs, g.gpNum+1) {
+		g.startThisGP(g.gpNum + 1)
+	}
+}
+
+// startThisGP is rcu_start_this_gp: record the request; wake the kthread
+// if no GP is in progress.
+func (g *tree) startThisGP(seq uint64) {
+	g.gpNeeded = max(g.gpNeeded, seq)
+	if g.gpInProgress() || g.requested {
+		return
+	}
+	g.requested = true
+	g.wq.WakeAll()
+}
+
+// ---- per-CPU GP tracking ----
+
+// noteGPChanges is __note_gp_changes.
+func (g *tree) noteGPChanges(d *cpuData) {
+	c := &g.cpu[d.cpu.ID]
+	if c.seenStarted == g.gpNum && c.seenCompleted == g.completed {
+		return
+	}
+	if g.completed > c.seenCompleted {
+		advance(&d.cbs, g.completed)
+		g.accelerateCBs(d)
+		c.coreNeedsQS = false
+	} else {
+		g.accelerateCBs(d)
+		if c.coreNeedsQS {
+			c.coreNeedsQS = g.qsmask[d.cpu.ID]
+		}
+	}
+	if g.gpNum > c.seenStarted {
+		need := g.gpInProgress() && g.qsmask[d.cpu.ID]
+		c.noQS, c.coreNeedsQS = need, need
+	}
+	c.seenStarted, c.seenCompleted = g.gpNum, g.completed
+}
+
+// qs is rcu_qs.
+func (g *tree) qs(d *cpuData) { g.cpu[d.cpu.ID].noQS = false }
+
+func (g *tree) contextSwitch(d *cpuData) { g.qs(d) }
+
+func (g *tree) tick(d *cpuData, mode sim.Mode) {
+	switch {
+	case mode == sim.ModeUser || mode == sim.ModeIdle:
+		g.qs(d)
+	case (g.r.cfg.Preemptible || g.r.cfg.PreemptCount) && mode == sim.ModeKernel && g.r.readerFree(d.cpu):
+		g.qs(d)
+	}
+	if g.pending(d) {
+		d.cpu.RaiseSoftirq(sim.SoftirqRCU)
+	}
+}
+
+// pending is rcu_pending.
+func (g *tree) pending(d *cpuData) bool {
+	c := &g.cpu[d.cpu.ID]
+	switch {
+	case c.coreNeedsQS && !c.noQS && g.gpInProgress():
+		return true
+	case d.cbs.ready():
+		return true
+	case !g.gpInProgress() && !d.cbs.restEmpty(segNextReady):
+		return true
+	case c.seenStarted != g.gpNum || c.seenCompleted != g.completed:
+		return true
+	}
+	return false
+}
+
+// softirq is rcu_core.
+func (g *tree) softirq(d *cpuData) {
+	g.checkQS(d)
+	if !g.gpInProgress() && !d.cbs.restEmpty(segNextReady) {
+		g.accelerateCBs(d)
+	}
+	if d.cbs.ready() {
+		g.r.doBatch(d)
+	}
+}
+
+// checkQS is rcu_check_quiescent_state and rcu_report_qs_rdp.
+func (g *tree) checkQS(d *cpuData) {
+	g.noteGPChanges(d)
+	c := &g.cpu[d.cpu.ID]
+	if !c.coreNeedsQS || c.noQS || !g.gpInProgress() || !g.qsmask[d.cpu.ID] {
+		return
+	}
+	c.coreNeedsQS = false
+	g.accelerateCBs(d) // "this GP can't end until this CPU checks in"
+	g.report(d.cpu.ID)
+}
+
+// report clears a CPU from the current GP; the last one wakes the kthread.
+func (g *tree) report(i int) {
+	if !g.qsmask[i] {
+		return
+	}
+	g.qsmask[i] = false
+	g.nqs--
+	g.r.stats.QSReports++
+	if g.nqs == 0 {
+		g.fqsFlag = true
+		g.wq.WakeAll()
+	}
+}
+
+// ---- the grace-period kthread ----
+
+func (g *tree) gpKthread(t *sim.Task) {
+	for {
+		g.wq.Wait(t, func() bool { return g.requested })
+		g.requested = false
+		t.Charge(g.r.cfg.KthreadCost)
+		if g.gpInProgress() || g.gpNeeded <= g.gpNum {
+			continue
+		}
+		g.gpInit(t)
+		g.fqsLoop(t)
+		g.gpCleanup(t)
+	}
+}
+
+// gpInit is rcu_gp_init.
+func (g *tree) gpInit(t *sim.Task) {
+	g.gpNum++
+	g.started = g.r.e.Now()
+	g.fqsFlag = false
+	g.r.stats.GPsStarted++
+	g.r.stall.reset()
+	for i := range g.qsmask {
+		g.qsmask[i] = true
+	}
+	g.nqs = len(g.qsmask)
+	g.noteGPChanges(g.r.cpus[t.CPU().ID])
+	for _, d := range g.r.cpus {
+		d.cpu.KickTick()
+	}
+}
+
+// fqsLoop is rcu_gp_fqs_loop.
+func (g *tree) fqsLoop(t *sim.Task) {
+	j := int64(g.r.cfg.FQSFirst)
+	first := true
+	for {
+		forceAt := g.r.e.Jiffies() + j
+		g.wq.WaitTimeout(t, func() bool { return g.fqsFlag || g.nqs == 0 }, j)
+		if g.nqs == 0 {
+			return
+		}
+		if g.r.e.Jiffies() >= forceAt || g.fqsFlag {
+			t.Charge(g.r.cfg.KthreadCost)
+			g.fqs(first)
+			first, g.fqsFlag = false, false
+			j = int64(g.r.cfg.FQSNext)
+		} else {
+			j = max(1, forceAt-g.r.e.Jiffies())
+		}
+	}
+}
+
+// fqs is rcu_gp_fqs: report idle CPUs (rcu_watching_snap_save on the first
+// scan, _recheck later) and ask long holdouts to reschedule.
+func (g *tree) fqs(first bool) {
+	g.r.stats.FQSScans++
+	push := g.r.cfg.CondReschedQS && g.r.e.Now()-g.started >= g.holdoutPushDelay()
+	for i, d := range g.r.cpus {
+		if !g.qsmask[i] {
+			continue
+		}
+		c := &g.cpu[i]
+		idle := d.cpu.Idle()
+		if first {
+			c.snap = d.cpu.Switches
+		} else if d.cpu.Switches != c.snap {
+			idle = true // it was idle, or switched, since the snapshot
+		}
+		switch {
+		case idle:
+			g.report(i)
+		case push:
+			d.cpu.SetNeedResched() // resched_cpu
+			g.r.stats.FQSResched++
+		}
+	}
+}
+
+// holdoutPushDelay is when FQS starts asking holdouts to reschedule
+// (jiffies_to_sched_qs): first + 2*next FQS intervals, at least HZ/10.
+func (g *tree) holdoutPushDelay() sim.Time {
+	j := int64(g.r.cfg.FQSFirst + 2*g.r.cfg.FQSNext)
+	j = max(j, int64(g.r.e.Config().HZ/10))
+	return sim.Time(j) * g.r.e.Period()
+}
+
+// gpCleanup is rcu_gp_cleanup.
+func (g *tree) gpCleanup(t *sim.Task) {
+	t.Charge(g.r.cfg.KthreadCost)
+	g.completed = g.gpNum
+	g.r.stats.GPsCompleted++
+	g.r.stats.GPTime += g.r.e.Now() - g.started
+	d := g.r.cpus[t.CPU().ID]
+	g.noteGPChanges(d)
+	if g.gpNeeded > g.completed {
+		g.requested = true
+	}
+	for _, x := range g.r.cpus {
+		x.cpu.KickTick()
+	}
+}
