@@ -3,7 +3,7 @@
 #
 # Usage:
 #   scripts/vm-run.sh [options] -- NDST-ARGS... [';;' NDST-ARGS...]
-#   scripts/vm-run.sh --fetch-only [--kernel DEB-or-vmlinuz]
+#   scripts/vm-run.sh --fetch-only [--module] [--kernel DEB-or-vmlinuz]
 #
 # Options:
 #   --cpus N            guest CPUs (1..64, default 1; 1 is a true uniprocessor guest)
@@ -13,32 +13,51 @@
 #   --timeout S         seconds the whole boot may take (default 300)
 #   --mem MB            guest memory (default 512)
 #   --guest-bin FILE    run this static program instead of ndst (no --backend flag added)
+#   --shell             run each command as a busybox shell command line (sh -c), with
+#                       ndst on the PATH, e.g. -- 'echo 1000 > /proc/sys/net/ndst/add'
+#   --module            build the ndst kernel module (kmod/) against the kernel's own
+#                       headers (Debian's linux-headers and linux-kbuild packages, fetched
+#                       like the kernel into the cache, never installed), pack it and load
+#                       it after dummy.ko: /proc/sys/net/ndst appears in the guest
+#   --headers DIR       a kernel build tree for --module (default: the Debian headers of
+#                       the kernel package; needed for a bare vmlinuz)
+#   --dmesg             print the guest's whole kernel log at the end of the run
 #   --console           copy the guest console (kernel messages) to stderr as it runs
 #   --keep              keep the work folder (initramfs, console log) and print its path
-#   --fetch-only        only fetch/unpack the kernel into the cache; print what was found
+#   --fetch-only        only fetch/unpack the kernel into the cache (with --module: the
+#                       headers too, and build the module); print what was found
 #
 # The guest is a minimal initramfs: busybox (static), dummy.ko, a static ndst built
-# from this repo (CGO_ENABLED=0 ./cmd/ndst) and an /init that loads dummy.ko, runs
-# each command as "ndst --backend netlink ARGS..." and powers off. Kernels are
-# cached in ${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}.
+# from this repo (CGO_ENABLED=0 ./cmd/ndst) and an /init that loads dummy.ko (and
+# ndst.ko with --module), runs each command as "ndst --backend netlink ARGS..." (a
+# later --backend in ARGS wins, e.g. --backend module) and powers off. Kernels,
+# headers and built modules are cached in
+# ${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}.
 #
 # Output (stdout) is line-based; every line the rig adds starts with "@@ndst-vm ":
 #   @@ndst-vm host accel=tcg cpus=1 preempt=none release=6.1.0-57-amd64 hz=250 load1=0.12 kernel=...
 #   @@ndst-vm module dummy loaded
+#   @@ndst-vm module ndst loaded                     (with --module)
 #   @@ndst-vm guest release=6.1.0-57-amd64 cpus=1 preempt=none uptime=2.14
 #   @@ndst-vm begin 1 add 100
 #   ...the command's stdout, verbatim...
 #   @@ndst-vm stderr 1
 #   ...the command's stderr, verbatim...
+#   @@ndst-vm kmsg 1
+#   ...the kernel log lines printed while the command ran (dmesg format)...
 #   @@ndst-vm end 1 exit=0 seconds=0.31
+#   @@ndst-vm dmesg                                  (with --dmesg)
+#   ...the guest's whole kernel log...
 #   @@ndst-vm done
 #   @@ndst-vm host wall_ms=8123 load1_end=0.95
 # The guest's kernel console is kept apart (a second serial port carries the output).
 #
 # Exit status: 0 every command exited 0; 1 a command exited non-zero; 2 usage error;
-# 3 the host lacks a tool (qemu, busybox-static, go); 4 no usable kernel (registry
-# unreachable, no dummy.ko, dummy.ko does not load); 5 the guest did not finish (did
-# not power off in time, panicked) or the guest program could not be built.
+# 3 the host lacks a tool (qemu, busybox-static, go; with --module make and the
+# kernel's compiler); 4 no usable kernel (registry unreachable, no dummy.ko, dummy.ko
+# does not load; with --module: no headers for the kernel, or ndst.ko does not build
+# or load); 5 the guest did not finish (did not power off in time, panicked) or the
+# guest program could not be built.
 # Nothing is left running on any exit path.
 #
 # Environment: NDST_QEMU (qemu binary), NDST_BUSYBOX (static busybox),
@@ -64,6 +83,10 @@ kernel=""
 timeout_s=300
 mem=512
 guest_bin=""
+shell=0
+module=0
+headers=""
+dmesg=0
 console=0
 keep=0
 fetch_only=0
@@ -72,7 +95,7 @@ need_val() { [[ $# -ge 2 ]] || usage_die "$1 needs a value"; }
 
 while (($#)); do
 	case $1 in
-	--cpus | --preempt | --kernel | --timeout | --mem | --guest-bin)
+	--cpus | --preempt | --kernel | --timeout | --mem | --guest-bin | --headers)
 		need_val "$@"
 		v=$2
 		case $1 in
@@ -82,12 +105,16 @@ while (($#)); do
 		--timeout) timeout_s=$v ;;
 		--mem) mem=$v ;;
 		--guest-bin) guest_bin=$v ;;
+		--headers) headers=$v ;;
 		esac
 		shift 2
 		;;
-	--cpus=* | --preempt=* | --kernel=* | --timeout=* | --mem=* | --guest-bin=*)
+	--cpus=* | --preempt=* | --kernel=* | --timeout=* | --mem=* | --guest-bin=* | --headers=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
+	--shell) shell=1 && shift ;;
+	--module) module=1 && shift ;;
+	--dmesg) dmesg=1 && shift ;;
 	--console) console=1 && shift ;;
 	--keep) keep=1 && shift ;;
 	--fetch-only) fetch_only=1 && shift ;;
@@ -116,29 +143,46 @@ fi
 if [[ -n $guest_bin && ! -f $guest_bin ]]; then
 	usage_die "--guest-bin '$guest_bin': no such file"
 fi
+if [[ -n $guest_bin ]] && ((shell)); then
+	usage_die "--shell and --guest-bin exclude each other"
+fi
+if [[ -n $headers ]]; then
+	((module)) || usage_die "--headers is for --module"
+	[[ -f $headers/Makefile ]] || usage_die "--headers '$headers': not a kernel build tree (no Makefile)"
+fi
 
 # Split the commands on ';;'.
 cmds=() # each entry: the shell-quoted words of one command
 cur=""
+raw="" # with --shell: the words joined by spaces, one shell command line
 ncur=0
 shq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+end_cmd() {
+	((ncur)) || usage_die "empty command around ';;'"
+	if ((shell)); then
+		cmds+=(" $(shq "${raw# }")")
+	else
+		cmds+=("$cur")
+	fi
+	cur=""
+	raw=""
+	ncur=0
+}
 for a in "$@"; do
 	if [[ $a == ";;" ]]; then
-		((ncur)) || usage_die "empty command around ';;'"
-		cmds+=("$cur")
-		cur=""
-		ncur=0
+		end_cmd
 		continue
 	fi
 	[[ $a != *$'\n'* ]] || usage_die "an argument contains a newline"
 	cur+=" $(shq "$a")"
+	raw+=" $a"
 	ncur=$((ncur + 1))
 done
 if ((fetch_only)); then
 	((${#cmds[@]} == 0 && ncur == 0)) || usage_die "--fetch-only takes no command"
 else
 	((ncur)) || usage_die "no command given: put ndst's arguments after --, e.g. -- add 100 ';;' list"
-	cmds+=("$cur")
+	end_cmd
 fi
 
 cache=${NDST_VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/ndst/vm}
@@ -310,8 +354,9 @@ unpack_deb() {
 }
 
 # Sets k_dir (folder with vmlinuz, release, maybe dummy.ko and config) or
-# k_vmlinuz/k_module/k_release for a bare vmlinuz.
-k_vmlinuz="" k_module="" k_release="" k_config="" k_source=""
+# k_vmlinuz/k_module/k_release for a bare vmlinuz. k_pkg/k_ver name the Debian
+# kernel package when there is one (for its headers).
+k_vmlinuz="" k_module="" k_release="" k_config="" k_source="" k_pkg="" k_ver=""
 
 kernel_from_dir() {
 	k_vmlinuz=$1/vmlinuz
@@ -339,6 +384,8 @@ fetch_registry() {
 	[[ -n $ver && $ver != "(none)" ]] || die $EXIT_KERNEL "apt has no installable version of $pkg"
 	key="${pkg}_${ver//:/%3a}"
 	dir=$cache/kernels/$key
+	k_pkg=$pkg
+	k_ver=$ver
 	if [[ ! -f $dir/release ]]; then
 		mk_tmp tmp
 		log=$tmp/apt.log
@@ -366,6 +413,8 @@ fetch_file() {
 	local f rel dir base mod sum
 	f=$(realpath "$kernel")
 	if dpkg-deb --info "$f" >/dev/null 2>&1; then
+		k_pkg=$(dpkg-deb -f "$f" Package 2>/dev/null) || true
+		k_ver=$(dpkg-deb -f "$f" Version 2>/dev/null) || true
 		sum=$(sha256sum "$f" | cut -c1-16)
 		dir=$cache/kernels/deb-$sum
 		if [[ ! -f $dir/release ]]; then
@@ -403,6 +452,118 @@ fetch_file() {
 	fi
 }
 
+# ---------------------------------------------------------------- the ndst module
+
+k_headers="" # the kernel build tree ndst.ko is built against
+k_ndst_ko=""
+
+# fetch_headers: the Debian headers of the kernel package k_pkg k_ver: the
+# linux-headers package of the same flavour and version and the headers and
+# kbuild packages it depends on, at the version it names (kbuild's ">=" is
+# taken as "="; they come from one source package), downloaded with apt-get
+# download and unpacked with dpkg-deb -x into the cache (nothing is installed;
+# /lib/modules and /usr/src are not touched). The one absolute path in them
+# (the flavour Makefile's include of the common tree) is pointed at the cache.
+fetch_headers() {
+	local hpkg key dir tmp log deps d stage deb tree
+	[[ $k_pkg == linux-image-* && -n $k_ver ]] ||
+		die $EXIT_KERNEL "no kernel headers for $k_release: the kernel is not a Debian linux-image package; pass --headers DIR (a kernel build tree)"
+	hpkg=linux-headers-${k_pkg#linux-image-}
+	hpkg=${hpkg%-unsigned}
+	key="${hpkg}_${k_ver//:/%3a}"
+	dir=$cache/headers/$key
+	if [[ ! -f $dir/tree ]]; then
+		command -v apt-cache >/dev/null 2>&1 || die $EXIT_KERNEL "no kernel headers for $k_release: apt-cache not found (not a Debian host?); pass --headers DIR"
+		deps=$(apt-cache show "$hpkg=$k_ver" 2>/dev/null | awk -F': ' '$1 == "Depends" {print $2; exit}') || true
+		[[ -n $deps ]] || die $EXIT_KERNEL "no kernel headers for $k_release: apt does not know $hpkg $k_ver (run 'apt-get update' as root; is Debian's registry reachable?), or pass --headers DIR"
+		local pkgs=("$hpkg=$k_ver")
+		for d in $(echo "$deps" | tr ',' '\n' | sed -n 's/^ *\(linux-\(headers\|kbuild\)-[^ ]*\) (>\{0,1\}= \([^)]*\)).*/\1=\3/p'); do
+			pkgs+=("$d")
+		done
+		mk_tmp tmp
+		log=$tmp/apt.log
+		note "downloading ${pkgs[*]} from Debian's registry into $cache"
+		local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
+		[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
+		if ! run_child "$log" "$tmp" timeout 600 apt-get "${aopts[@]}" download "${pkgs[@]}"; then
+			local why
+			why=$(grep -E '^E:' "$log" | head -n1 | sed 's/^E: //; s/  */ /g') || true
+			die $EXIT_KERNEL "no kernel headers for $k_release: cannot download ${pkgs[*]} (${why:-apt-get download failed})"
+		fi
+		mk_tmp stage
+		chmod 755 "$stage"
+		for deb in "$tmp"/*.deb; do
+			dpkg-deb -x "$deb" "$stage/root" || die $EXIT_KERNEL "cannot unpack $deb"
+		done
+		[[ -f $stage/root/usr/src/$hpkg/Makefile ]] || die $EXIT_KERNEL "no kernel headers for $k_release: $hpkg has no usr/src/$hpkg/Makefile"
+		echo "$hpkg $k_ver (Debian)" >"$stage/source"
+		mkdir -p "$cache/headers"
+		rm -rf "$dir"
+		mv "$stage" "$dir"
+		tree=$dir/root/usr/src/$hpkg
+		sed -i "s#^include /usr/src/#include $dir/root/usr/src/#" "$tree/Makefile"
+		echo "$tree" >"$dir/tree"
+		rm -rf "$tmp"
+	fi
+	k_headers=$(cat "$dir/tree")
+}
+
+# find_headers: the build tree for --module: --headers, the Debian headers of
+# a packaged kernel, or /lib/modules/RELEASE/build for a bare vmlinuz.
+find_headers() {
+	if [[ -n $headers ]]; then
+		k_headers=$(realpath "$headers")
+	elif [[ -n $k_pkg ]]; then
+		fetch_headers
+	elif [[ -f /lib/modules/$k_release/build/Makefile ]]; then
+		k_headers=/lib/modules/$k_release/build
+	else
+		die $EXIT_KERNEL "no kernel headers for $k_release: give the kernel as a Debian package (its linux-headers package is fetched), or pass --headers DIR"
+	fi
+}
+
+# kernel_cc TREE: the compiler the kernel was built with (Debian's headers
+# name it in .kernelvariables, e.g. gcc-12); gcc otherwise.
+kernel_cc() {
+	local cc=""
+	if [[ -f $1/.kernelvariables ]]; then
+		cc=$(awk '$1 == "CC" && $2 == "=" {print $NF}' "$1/.kernelvariables")
+		cc=${cc#'$(CROSS_COMPILE)'}
+	fi
+	echo "${cc:-gcc}"
+}
+
+# build_module: ndst.ko from kmod/ against k_headers, cached by release and
+# source digest; it must carry the kernel's release as its vermagic.
+build_module() {
+	local src=$repo/kmod cc key out tmp vm
+	[[ -f $src/Kbuild ]] || die $EXIT_KERNEL "no module sources in $src"
+	command -v make >/dev/null 2>&1 || die $EXIT_HOST "make not found: needed to build ndst.ko (scripts/ci-deps.sh installs it)"
+	cc=$(kernel_cc "$k_headers")
+	command -v "$cc" >/dev/null 2>&1 ||
+		die $EXIT_HOST "$cc not found: kernel $k_release was built with it, and ndst.ko must be too (apt-get install $cc; scripts/ci-deps.sh does)"
+	key=$( (cd "$src" && cat Kbuild ./*.c ./*.h && echo "$k_headers") | sha256sum | cut -c1-16)
+	out=$cache/modules/$k_release-$key
+	if [[ ! -f $out/ndst.ko ]]; then
+		mk_tmp tmp
+		cp "$src"/Kbuild "$src"/*.c "$src"/*.h "$tmp/"
+		note "building ndst.ko against $k_headers"
+		if ! run_child "$tmp/build.log" "$tmp" timeout 600 make -C "$k_headers" M="$tmp" modules; then
+			tail -n 25 "$tmp/build.log" >&2
+			die $EXIT_KERNEL "ndst.ko does not build against the headers of $k_release ($k_headers); the compiler's output is above"
+		fi
+		[[ -f $tmp/ndst.ko ]] || die $EXIT_KERNEL "make left no ndst.ko (see $tmp/build.log)"
+		vm=$(grep -ao 'vermagic=[^ ]*' "$tmp/ndst.ko" | head -n1) || true
+		[[ ${vm#vermagic=} == "$k_release" ]] ||
+			die $EXIT_KERNEL "ndst.ko built against $k_headers is for '${vm#vermagic=}', not the kernel's $k_release: wrong --headers?"
+		mkdir -p "$out"
+		cp "$tmp/ndst.ko" "$out/ndst.ko.tmp"
+		mv "$out/ndst.ko.tmp" "$out/ndst.ko"
+		rm -rf "$tmp"
+	fi
+	k_ndst_ko=$out/ndst.ko
+}
+
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock -w 900 9 || die $EXIT_KERNEL "cache $cache stayed locked for 900 s"
@@ -412,6 +573,10 @@ if [[ -n $kernel ]]; then
 else
 	command -v apt-cache >/dev/null 2>&1 || die $EXIT_KERNEL "apt-cache not found: pass --kernel (not a Debian host?)"
 	fetch_registry
+fi
+if ((module)); then
+	find_headers
+	build_module
 fi
 flock -u 9
 exec 9>&-
@@ -428,6 +593,10 @@ if ((fetch_only)); then
 	echo "config=$k_config"
 	echo "hz=$hz"
 	echo "source=$k_source"
+	if ((module)); then
+		echo "headers=$k_headers"
+		echo "ndst_ko=$k_ndst_ko"
+	fi
 	exit 0
 fi
 
@@ -440,6 +609,9 @@ cp "$busybox" "$root/bin/busybox"
 if [[ -n $k_module ]]; then
 	install_module "$k_module" "$root/lib/modules/dummy.ko" ||
 		die $EXIT_KERNEL "cannot unpack $k_module"
+fi
+if ((module)); then
+	cp "$k_ndst_ko" "$root/lib/modules/ndst.ko"
 fi
 
 # The kernel config where a program looks for it (/boot/config-RELEASE): ndst
@@ -463,6 +635,10 @@ else
 	fi
 	prog=/bin/ndst
 	prog_args=(--backend netlink)
+	if ((shell)); then
+		prog=/bin/sh
+		prog_args=(-c)
+	fi
 fi
 
 {
@@ -497,13 +673,25 @@ if [ -f /lib/modules/dummy.ko ]; then
 	fi
 fi
 if [ -d /sys/module/dummy ]; then say "module dummy loaded"; else say "fault module dummy not present after loading"; off; fi
+if [ -f /lib/modules/ndst.ko ]; then
+	if ! out=$(insmod /lib/modules/ndst.ko 2>&1); then
+		say "fault module insmod ndst.ko failed: $(echo $out | tr '\n' ' ')"
+		off
+	fi
+	if [ -d /proc/sys/net/ndst ]; then say "module ndst loaded"; else say "fault module ndst loaded but /proc/sys/net/ndst is missing"; off; fi
+fi
+# lastlog: the timestamp of the kernel log's last line; newlog T: the lines
+# after timestamp T (every line of a record carries its record's timestamp).
+lastlog() { dmesg | tail -n 1 | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
+newlog() { dmesg | awk -v t="${1:-0}" '{ s = $0; sub(/^\[ */, "", s); split(s, a, "]"); if (a[1] + 0 > t + 0) print }'; }
 pm=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' /sys/kernel/debug/sched/preempt 2>/dev/null)
 say "guest release=$(uname -r) cpus=$(nproc) preempt=${pm:-unknown} uptime=$(up)"
 run() {
 	n=$1
 	p=$2
 	shift 2
-	say "begin $n $(echo "$@" | sed 's#^--backend netlink ##')"
+	say "begin $n $(echo "$@" | sed 's#^--backend netlink ##; s#^-c ##')"
+	k0=$(lastlog)
 	t0=$(up)
 	"$p" "$@" </dev/null >/tmp/out.$n 2>/tmp/err.$n
 	rc=$?
@@ -511,14 +699,21 @@ run() {
 	awk 1 /tmp/out.$n >$D
 	say "stderr $n"
 	awk 1 /tmp/err.$n >$D
+	say "kmsg $n"
+	newlog "$k0" >$D
 	say "end $n exit=$rc seconds=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")"
 	rm -f /tmp/out.$n /tmp/err.$n
 }
 . /cmds
+if [ -f /dmesg ]; then
+	say "dmesg"
+	dmesg >$D
+fi
 say "done"
 off
 EOF
 chmod 755 "$root/init"
+((!dmesg)) || : >"$root/dmesg"
 
 if ! (cd "$root" && find . -mindepth 1 | "$busybox" cpio -o -H newc -R 0:0 >"$work/initrd.cpio" 2>"$work/cpio.log"); then
 	cat "$work/cpio.log" >&2
