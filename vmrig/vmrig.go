@@ -1,8 +1,10 @@
 // Package vmrig runs ndst inside a stock Debian kernel booted under qemu and
 // reads back what each command printed. It drives scripts/vm-run.sh, the one
 // implementation of the rig (kernel fetch into a cache, initramfs with a
-// static busybox, dummy.ko and a static ndst, the boot itself), and parses the
-// script's delimited output into a Boot record.
+// static busybox, dummy.ko and a static ndst, optionally the ndst kernel
+// module built against the kernel's own headers, the boot itself), and parses
+// the script's delimited output into a Boot record, with the kernel log lines
+// each command caused and, on request, the guest's whole kernel log.
 //
 // Invariants:
 //   - Run never leaves a qemu running: the script kills it on every exit path,
@@ -54,6 +56,17 @@ type Config struct {
 	// GuestBin replaces ndst inside the guest with this static program
 	// (no --backend flag is added to its arguments).
 	GuestBin string
+	// Shell runs each command as one busybox shell command line (its
+	// words joined by spaces, run by sh -c), with ndst on the PATH.
+	Shell bool
+	// Module builds the ndst kernel module (kmod/) against the kernel's
+	// headers and loads it in the guest.
+	Module bool
+	// Headers is a kernel build tree for Module ("": the Debian headers of
+	// the kernel package).
+	Headers string
+	// Dmesg returns the guest's whole kernel log in Boot.KernelLog.
+	Dmesg bool
 	// Script is the path of vm-run.sh; "" finds it by walking up from the
 	// working directory.
 	Script string
@@ -69,7 +82,7 @@ type Kind int
 const (
 	KindUsage  Kind = 2 // bad arguments
 	KindHost   Kind = 3 // the host lacks qemu, busybox-static or go
-	KindKernel Kind = 4 // no usable kernel: registry unreachable, no dummy.ko, module does not load
+	KindKernel Kind = 4 // no usable kernel: registry unreachable, no dummy.ko, module does not load; no headers for Module
 	KindGuest  Kind = 5 // the guest did not finish (timeout, panic) or could not be built
 )
 
@@ -113,14 +126,20 @@ type Boot struct {
 	Host map[string]string
 	// Guest holds the guest header: release, cpus, preempt, uptime.
 	Guest map[string]string
-	// Module is the module line ("dummy loaded").
+	// Module is the first module line ("dummy loaded").
 	Module string
+	// Modules are all the module lines, in order ("dummy loaded", "ndst
+	// loaded").
+	Modules []string
 	// Commands are the guest commands in the order they ran.
 	Commands []CommandResult
 	// Done is true when the guest ran every command and powered off.
 	Done bool
 	// Fault is the guest's fault line, if any ("module insmod ... failed").
 	Fault string
+	// KernelLog is the guest's whole kernel log (dmesg lines), read after
+	// the last command; only with Config.Dmesg.
+	KernelLog []string
 }
 
 // Wall is the host's wall time of the boot (qemu start to exit).
@@ -140,6 +159,9 @@ type CommandResult struct {
 	Stderr  string
 	Exit    int
 	Seconds float64 // guest uptime difference around the command (10 ms resolution)
+	// KernelLog holds the kernel log lines (dmesg format, "[  12.345678]
+	// msg") printed while the command ran.
+	KernelLog []string
 }
 
 // Parse reads the script's stdout.
@@ -149,7 +171,7 @@ func Parse(r io.Reader) (*Boot, error) {
 	sc.Buffer(make([]byte, 1<<16), 1<<24)
 	var cur *CommandResult
 	var out *strings.Builder
-	var stdout, stderr strings.Builder
+	var stdout, stderr, kmsg, dmesg strings.Builder
 	line := 0
 	for sc.Scan() {
 		line++
@@ -171,7 +193,10 @@ func Parse(r io.Reader) (*Boot, error) {
 		case "guest":
 			b.Guest = fields(arg)
 		case "module":
-			b.Module = arg
+			if b.Module == "" {
+				b.Module = arg
+			}
+			b.Modules = append(b.Modules, arg)
 		case "fault":
 			b.Fault = arg
 		case "begin":
@@ -186,12 +211,24 @@ func Parse(r io.Reader) (*Boot, error) {
 			cur = &CommandResult{Index: n, Args: args}
 			stdout.Reset()
 			stderr.Reset()
+			kmsg.Reset()
 			out = &stdout
 		case "stderr":
 			if cur == nil || arg != strconv.Itoa(cur.Index) {
 				return nil, fmt.Errorf("line %d: stderr %q outside its command", line, arg)
 			}
 			out = &stderr
+		case "kmsg":
+			if cur == nil || arg != strconv.Itoa(cur.Index) || out != &stderr {
+				return nil, fmt.Errorf("line %d: kmsg %q outside its command, or before its stderr", line, arg)
+			}
+			out = &kmsg
+		case "dmesg":
+			if cur != nil {
+				return nil, fmt.Errorf("line %d: dmesg inside command %d", line, cur.Index)
+			}
+			dmesg.Reset()
+			out = &dmesg
 		case "end":
 			f := strings.Fields(arg)
 			if cur == nil || len(f) == 0 || f[0] != strconv.Itoa(cur.Index) {
@@ -206,6 +243,7 @@ func Parse(r io.Reader) (*Boot, error) {
 			cur.Seconds, _ = strconv.ParseFloat(kv["seconds"], 64)
 			cur.Stdout = stdout.String()
 			cur.Stderr = stderr.String()
+			cur.KernelLog = lines(kmsg.String())
 			b.Commands = append(b.Commands, *cur)
 			cur, out = nil, nil
 		case "done":
@@ -213,6 +251,7 @@ func Parse(r io.Reader) (*Boot, error) {
 				return nil, fmt.Errorf("line %d: done inside command %d", line, cur.Index)
 			}
 			b.Done = true
+			out = nil
 		default:
 			return nil, fmt.Errorf("line %d: unknown marker %q", line, word)
 		}
@@ -220,7 +259,16 @@ func Parse(r io.Reader) (*Boot, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	b.KernelLog = lines(dmesg.String())
 	return b, nil
+}
+
+// lines splits text into its lines; nil when there are none.
+func lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 }
 
 // fields parses "k=v k=v ..." where a value may contain spaces: a word
@@ -263,6 +311,13 @@ func Args(cfg Config, cmds ...[]string) ([]string, error) {
 	if cfg.GuestBin != "" {
 		a = append(a, "--guest-bin", cfg.GuestBin)
 	}
+	a = append(a, moduleArgs(cfg)...)
+	if cfg.Shell {
+		a = append(a, "--shell")
+	}
+	if cfg.Dmesg {
+		a = append(a, "--dmesg")
+	}
 	if len(cmds) == 0 {
 		return a, nil
 	}
@@ -282,6 +337,17 @@ func Args(cfg Config, cmds ...[]string) ([]string, error) {
 		a = append(a, c...)
 	}
 	return a, nil
+}
+
+func moduleArgs(cfg Config) []string {
+	var a []string
+	if cfg.Module {
+		a = append(a, "--module")
+	}
+	if cfg.Headers != "" {
+		a = append(a, "--headers", cfg.Headers)
+	}
+	return a
 }
 
 // FindScript walks up from the working directory to the folder holding
@@ -356,15 +422,21 @@ type Kernel struct {
 	Config  string // the kernel config, "" when unknown
 	HZ      int    // 0 when unknown
 	Source  string // package and version, or the file given
+	// Headers is the kernel build tree and NdstKo the module built
+	// against it; only when Fetch ran with Config.Module.
+	Headers string
+	NdstKo  string
 }
 
 // Fetch makes sure the kernel is in the cache (downloading it when needed)
-// and reports it.
+// and reports it; with cfg.Module, also the kernel's headers and the ndst
+// module built against them.
 func Fetch(ctx context.Context, cfg Config) (*Kernel, error) {
 	a := []string{"--fetch-only"}
 	if cfg.Kernel != "" {
 		a = append(a, "--kernel", cfg.Kernel)
 	}
+	a = append(a, moduleArgs(cfg)...)
 	stdout, err := runScript(ctx, cfg, a)
 	if err != nil {
 		return nil, err
@@ -375,9 +447,10 @@ func Fetch(ctx context.Context, cfg Config) (*Kernel, error) {
 			kv[k] = v
 		}
 	}
-	k := &Kernel{Release: kv["release"], Vmlinuz: kv["vmlinuz"], Module: kv["module"], Config: kv["config"], Source: kv["source"]}
+	k := &Kernel{Release: kv["release"], Vmlinuz: kv["vmlinuz"], Module: kv["module"], Config: kv["config"], Source: kv["source"],
+		Headers: kv["headers"], NdstKo: kv["ndst_ko"]}
 	k.HZ, _ = strconv.Atoi(kv["hz"])
-	if k.Release == "" || k.Vmlinuz == "" {
+	if k.Release == "" || k.Vmlinuz == "" || (cfg.Module && k.NdstKo == "") {
 		return nil, fmt.Errorf("vmrig: unexpected --fetch-only output %q", stdout)
 	}
 	return k, nil

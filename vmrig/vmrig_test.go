@@ -15,16 +15,23 @@ import (
 
 const goodOutput = `@@ndst-vm host accel=tcg cpus=2 preempt=full release=6.1.0-57-amd64 hz=250 kernel=linux-image-6.1.0-57-amd64 6.1.192-3 (Debian)
 @@ndst-vm module dummy loaded
+@@ndst-vm module ndst loaded
 @@ndst-vm guest release=6.1.0-57-amd64 cpus=2 preempt=full uptime=1.91
 @@ndst-vm begin 1 add 3
 added 3
 second line
 @@ndst-vm stderr 1
+@@ndst-vm kmsg 1
+[    3.418662] unregister_netdevice: waiting for ndst1 to become free. Usage count = 2
+[    4.571029] unregister_netdevice: waiting for ndst1 to become free. Usage count = 2
 @@ndst-vm end 1 exit=0 seconds=0.25
 @@ndst-vm begin 2 del 1 9
 @@ndst-vm stderr 2
 ndst: no device in range
 @@ndst-vm end 2 exit=1 seconds=0.02
+@@ndst-vm dmesg
+[    0.000000] Linux version 6.1.0-57-amd64
+[    8.270341] ndst: unloaded
 @@ndst-vm done
 @@ndst-vm host wall_ms=5732
 `
@@ -37,13 +44,18 @@ func TestParse(t *testing.T) {
 	want := &Boot{
 		Host: map[string]string{"accel": "tcg", "cpus": "2", "preempt": "full", "release": "6.1.0-57-amd64", "hz": "250",
 			"kernel": "linux-image-6.1.0-57-amd64 6.1.192-3 (Debian)", "wall_ms": "5732"},
-		Guest:  map[string]string{"release": "6.1.0-57-amd64", "cpus": "2", "preempt": "full", "uptime": "1.91"},
-		Module: "dummy loaded",
+		Guest:   map[string]string{"release": "6.1.0-57-amd64", "cpus": "2", "preempt": "full", "uptime": "1.91"},
+		Module:  "dummy loaded",
+		Modules: []string{"dummy loaded", "ndst loaded"},
 		Commands: []CommandResult{
-			{Index: 1, Args: "add 3", Stdout: "added 3\nsecond line\n", Exit: 0, Seconds: 0.25},
+			{Index: 1, Args: "add 3", Stdout: "added 3\nsecond line\n", Exit: 0, Seconds: 0.25, KernelLog: []string{
+				"[    3.418662] unregister_netdevice: waiting for ndst1 to become free. Usage count = 2",
+				"[    4.571029] unregister_netdevice: waiting for ndst1 to become free. Usage count = 2",
+			}},
 			{Index: 2, Args: "del 1 9", Stderr: "ndst: no device in range\n", Exit: 1, Seconds: 0.02},
 		},
-		Done: true,
+		Done:      true,
+		KernelLog: []string{"[    0.000000] Linux version 6.1.0-57-amd64", "[    8.270341] ndst: unloaded"},
 	}
 	if !reflect.DeepEqual(b, want) {
 		t.Errorf("Parse(good) = %+v, want %+v", b, want)
@@ -65,6 +77,10 @@ func TestParseMalformed(t *testing.T) {
 		{"bad exit", "@@ndst-vm begin 1 x\n@@ndst-vm end 1 exit=zero\n", "valid exit="},
 		{"done inside a command", "@@ndst-vm begin 1 x\n@@ndst-vm done\n", "done inside"},
 		{"unknown marker", "@@ndst-vm frobnicate\n", "unknown marker"},
+		{"kmsg before stderr", "@@ndst-vm begin 1 x\n@@ndst-vm kmsg 1\n", "before its stderr"},
+		{"kmsg of another command", "@@ndst-vm begin 1 x\n@@ndst-vm stderr 1\n@@ndst-vm kmsg 2\n", "outside its command"},
+		{"kmsg outside a command", "@@ndst-vm kmsg 1\n", "outside its command"},
+		{"dmesg inside a command", "@@ndst-vm begin 1 x\n@@ndst-vm dmesg\n", "dmesg inside"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +135,8 @@ func TestArgs(t *testing.T) {
 			[][]string{{"add", "3"}, {"list"}},
 			[]string{"--cpus", "2", "--preempt", "full", "--kernel", "k.deb", "--timeout", "2", "--guest-bin", "/g", "--", "add", "3", ";;", "list"}, ""},
 		{"no commands", Config{CPUs: 1}, nil, []string{"--cpus", "1"}, ""},
+		{"module, shell and dmesg", Config{Module: true, Headers: "/h", Shell: true, Dmesg: true}, [][]string{{"echo", "1", ">", "add"}},
+			[]string{"--module", "--headers", "/h", "--shell", "--dmesg", "--", "echo", "1", ">", "add"}, ""},
 		{"empty command", Config{}, [][]string{{"list"}, {}}, nil, "command 2 is empty"},
 		{"separator inside", Config{}, [][]string{{"a", ";;", "b"}}, nil, "contains the separator"},
 		{"negative timeout", Config{Timeout: -time.Second}, [][]string{{"list"}}, nil, "negative timeout"},
@@ -214,6 +232,7 @@ func TestVMRunBadInput(t *testing.T) {
 	}
 	debNoKernel := fakeDeb(t, dir, "nokernel", nil)
 	debNoDummy := fakeDeb(t, dir, "nodummyk", map[string]string{"boot/config-9.9.9-deb": "CONFIG_HZ=100\n"})
+	debNoHeaders := fakeDeb(t, dir, "linux-image-9.9.9-ndst-test", map[string]string{"boot/config-9.9.9-ndst-test": "CONFIG_HZ=100\nCONFIG_DUMMY=y\n"})
 	env := []string{"NDST_VM_CACHE=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
 	// apt through a proxy that refuses connections: Debian's registry is unreachable.
 	badAPT := filepath.Join(dir, "apt.conf")
@@ -246,6 +265,11 @@ func TestVMRunBadInput(t *testing.T) {
 		{"package without a kernel", []string{"--fetch-only", "--kernel", debNoKernel}, nil, KindKernel, "not a kernel image package"},
 		{"package without dummy.ko", []string{"--fetch-only", "--kernel", debNoDummy}, nil, KindKernel, "has no dummy.ko"},
 		{"kernel with dummy built in", []string{"--fetch-only", "--kernel", builtin}, nil, 0, ""},
+		{"headers without module", []string{"--headers", dir, "--", "list"}, nil, KindUsage, "--headers is for --module"},
+		{"headers not a build tree", []string{"--module", "--headers", dir, "--", "list"}, nil, KindUsage, "not a kernel build tree"},
+		{"shell and guest-bin", []string{"--shell", "--guest-bin", notKernel, "--", "true"}, nil, KindUsage, "exclude each other"},
+		{"module, bare vmlinuz without headers", []string{"--fetch-only", "--module", "--kernel", builtin}, nil, KindKernel, "no kernel headers for 9.9.9-builtin"},
+		{"module, headers unknown to apt", []string{"--fetch-only", "--module", "--kernel", debNoHeaders}, nil, KindKernel, "no kernel headers for 9.9.9-ndst-test: apt does not know linux-headers-9.9.9-ndst-test 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
+	"github.com/ndst-project/ndst/ndst/modbackend"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
 	"go.uber.org/zap"
 )
@@ -43,7 +44,7 @@ func (g *globalOptions) emuWatchdog() time.Duration {
 }
 
 // openBackend opens the backend chosen with --backend. Only a command that
-// creates devices may create the netlink backend's namespace.
+// creates devices may create the netlink or module backend's namespace.
 func (g *globalOptions) openBackend(ctx context.Context, creates bool) (ndst.Backend, error) {
 	switch g.backend {
 	case "sim":
@@ -56,8 +57,13 @@ func (g *globalOptions) openBackend(ctx context.Context, creates bool) (ndst.Bac
 		o := g.nlOptions()
 		o.NoCreate = !creates
 		return nlbackend.Open(ctx, o)
+	case "module":
+		o := g.nlOptions()
+		return modbackend.Open(ctx, modbackend.Options{
+			Netns: o.Netns, NoCreate: !creates, AllowRootNS: o.AllowRootNS, Logger: o.Logger, Notef: o.Notef,
+		})
 	}
-	return nil, ndst.Usagef("unknown backend %q (want sim or netlink)", g.backend)
+	return nil, ndst.Usagef("unknown backend %q (want sim, netlink or module)", g.backend)
 }
 
 func (g *globalOptions) nlOptions() nlbackend.Options {

@@ -59,7 +59,7 @@ type globalOptions struct {
 
 func (g *globalOptions) register(root *cobra.Command) {
 	f := root.PersistentFlags()
-	f.StringVar(&g.backend, "backend", "sim", "backend: sim (embedded emulated kernel) or netlink (real kernel)")
+	f.StringVar(&g.backend, "backend", "sim", "backend: sim (embedded emulated kernel), netlink (real kernel) or module (real kernel, through the ndst kernel module)")
 	f.BoolVar(&g.json, "json", false, "print one JSON object per command")
 	f.CountVarP(&g.verbose, "verbose", "v", "print the counters and the kernel log with each result (-vv: also the backend's debug log on stderr)")
 	f.BoolVar(&g.counters, "counters", false, "print the raw counters with each result (as -v does)")
@@ -91,9 +91,9 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.watchdogSet = cmd.Flags().Changed("watchdog")
 	g.nameExplicit = cmd.Flags().Changed("name")
 	switch g.backend {
-	case "sim", "netlink":
+	case "sim", "netlink", "module":
 	default:
-		return ndst.Usagef("unknown backend %q (want sim or netlink)", g.backend)
+		return ndst.Usagef("unknown backend %q (want sim, netlink or module)", g.backend)
 	}
 	if g.watchdog < 0 || (g.watchdog > 0 && g.watchdog < time.Second) {
 		return ndst.Usagef("--watchdog must be 0 (off) or at least 1s, got %v", g.watchdog)
