@@ -7,6 +7,17 @@
 # and iproute2 (the netlink tests), then fetches the stock kernel package the
 # VM rig boots into its cache (scripts/vm-run.sh --fetch-only).
 #
+# For the ndst kernel module (kmod/, scripts/vm-run.sh --module) it installs
+# make and the compiler the rig's kernel was built with (gcc-12 for Debian
+# 12's kernel: the one its linux-headers package names through
+# linux-compiler-gcc-N-x86), then has the rig fetch that kernel's headers
+# (linux-headers-RELEASE, its -common package and linux-kbuild) and build the
+# module (scripts/vm-run.sh --fetch-only --module). The headers are not
+# installed: like the kernel image they are downloaded with apt-get download
+# and unpacked with dpkg-deb -x into the rig's cache, so nothing lands in the
+# host's /usr/src, /lib/modules or /boot; only the toolchain (make, gcc-N) is
+# installed as ordinary packages.
+#
 # It never fails the CI because Debian's registry cannot be reached: it prints
 # a warning instead, and the tests that need the missing piece skip with a
 # reason. It exits non-zero only on a usage error.
@@ -87,7 +98,31 @@ fi
 
 # Fetch the stock kernel into the rig's cache now, so a registry problem shows
 # here, once, with its cause.
-if ! timeout 900 bash "$here/vm-run.sh" --fetch-only >/dev/null; then
+if ! kernel=$(timeout 900 bash "$here/vm-run.sh" --fetch-only); then
 	warn "could not fetch the stock kernel for the VM rig; the VM tests will skip"
+	exit 0
+fi
+
+# The module's toolchain: make and the kernel's own compiler.
+release=$(sed -n 's/^release=//p' <<<"$kernel")
+cc=$(apt-cache show "linux-headers-$release" 2>/dev/null | sed -n 's/^Depends:.*linux-compiler-\(gcc-[0-9]*\)-.*/\1/p' | head -n1) || true
+tools=()
+command -v make >/dev/null 2>&1 || tools+=(make)
+if [[ -n $cc ]]; then
+	command -v "$cc" >/dev/null 2>&1 || tools+=("$cc")
+else
+	warn "apt does not name the compiler of linux-headers-$release; trying the default gcc"
+	command -v gcc >/dev/null 2>&1 || tools+=(gcc)
+fi
+if ((${#tools[@]})); then
+	apt_update
+	info "installing ${tools[*]} (to build the ndst module)"
+	if ! timeout 900 apt-get "${apt_opts[@]}" -q -y --no-install-recommends install "${tools[@]}" libelf1 >/tmp/ci-deps-apt-install.log 2>&1; then
+		warn "could not install ${tools[*]}; the module's VM test will skip. See /tmp/ci-deps-apt-install.log"
+		tail -n 3 /tmp/ci-deps-apt-install.log >&2
+	fi
+fi
+if ! timeout 900 bash "$here/vm-run.sh" --fetch-only --module >/dev/null; then
+	warn "could not fetch the kernel's headers or build the ndst module; the module's VM test will skip"
 fi
 exit 0

@@ -441,7 +441,11 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 		res.Count = sel // on success every selected device is gone
 	}
 	if res.Skipped > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d devices in the range not created by the module (such as lo) left alone", res.Skipped))
+		noun := "devices"
+		if res.Skipped == 1 {
+			noun = "device"
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("%d %s in the range not created by the module (such as lo) left alone", res.Skipped, noun))
 	}
 	if werr != nil {
 		return fail(res, fmt.Errorf("%w (deleted %d of %d devices; a rerun continues)", writeError(knob, text, werr), res.Count, sel))
