@@ -53,14 +53,17 @@ var moduleSteps = []string{
 	`cd /proc/sys/net/ndst && echo 1 1000 > hold; echo 99999 1000 > hold; i=$(head -n 1 devices | cut -d' ' -f1); n=$(head -n 1 devices | cut -d' ' -f2); ip link del "$n"; ip link add foo type ndst; grep -c . devices`,
 	// 4: a held reference makes del wait, and the kernel says so.
 	`echo 1 > /proc/sys/net/core/netdev_unregister_timeout_secs && cd /proc/sys/net/ndst && i=$(head -n 1 devices | cut -d' ' -f1) && echo "$i 2500" > hold && cat hold && echo "$i $i" > del && cat last`,
-	// 5: unload with a hold pending: the hold is released first, every device goes.
+	// 5: deleting ndst's namespace with the module's devices in it (the module's namespace exit unregisters them).
+	`ndst --backend netlink reset && ndst --backend module list; echo "list exit $?"; sleep 1; ndst --backend module --json add 2 && ndst --backend netlink reset`,
+	// 6: unload with a hold pending: the hold is released first, every device goes.
 	`cd /proc/sys/net/ndst && echo 2 > add && i=$(head -n 1 devices | cut -d' ' -f1) && echo "$i 60000" > hold && cd / && t0=$(cut -d' ' -f1 /proc/uptime) && rmmod ndst && echo "rmmod seconds $(awk "BEGIN{print $(cut -d' ' -f1 /proc/uptime) - $t0}")"; ls /proc/sys/net/ndst 2>&1; ls /sys/class/net`,
 }
 
 // TestVMModule boots the stock kernel once with the ndst module built
 // against its headers and checks the module's contract: the module backend's
 // add/list/del, bad input, foreign devices, a held reference that makes del
-// wait with the kernel's own warning, and unload with a hold pending.
+// wait with the kernel's own warning, a namespace that goes away with the
+// module's devices in it, and unload with a hold pending.
 func TestVMModule(t *testing.T) {
 	cfg := needModule(t)
 	cfg.CPUs, cfg.Preempt, cfg.Timeout, cfg.Shell = 1, "none", 200*time.Second, true
@@ -183,23 +186,35 @@ func TestVMModule(t *testing.T) {
 		t.Errorf("step 4: no 'unregister_netdevice: waiting for ... to become free' line in the kernel log %q", c.KernelLog)
 	}
 
-	// 5: unload with a hold pending.
+	// 5: a namespace with the module's devices goes away.
 	c = step(5)
+	if c.Exit != 0 || strings.Count(c.Stdout, "reset: namespace ndst deleted") != 2 || !strings.Contains(c.Stdout, "list exit 1") ||
+		!strings.Contains(c.Stderr, "does not exist") || !strings.Contains(c.Stdout, `"count":2`) {
+		t.Errorf("step 5: exit %d, stdout %q, stderr %q; want two resets, a list that finds no namespace, and a fresh add of 2", c.Exit, c.Stdout, c.Stderr)
+	}
+	for _, l := range c.KernelLog {
+		if strings.Contains(l, "WARNING") || strings.Contains(l, "BUG") || strings.Contains(l, "waiting for") {
+			t.Errorf("step 5: kernel log line %q", l)
+		}
+	}
+
+	// 6: unload with a hold pending.
+	c = step(6)
 	m = regexp.MustCompile(`rmmod seconds ([0-9.]+)`).FindStringSubmatch(c.Stdout)
 	if m == nil {
-		t.Fatalf("step 5: rmmod failed: stdout %q, stderr %q", c.Stdout, c.Stderr)
+		t.Fatalf("step 6: rmmod failed: stdout %q, stderr %q", c.Stdout, c.Stderr)
 	}
 	if s, _ := strconv.ParseFloat(m[1], 64); s > 10 {
-		t.Errorf("step 5: rmmod took %s s with a 60 s hold pending, want the hold released first (< 10 s)", m[1])
+		t.Errorf("step 6: rmmod took %s s with a 60 s hold pending, want the hold released first (< 10 s)", m[1])
 	}
 	if !strings.Contains(c.Stdout, "No such file or directory") || strings.Contains(c.Stdout, "ndst") && !strings.Contains(c.Stdout, "/proc/sys/net/ndst") {
-		t.Errorf("step 5: after rmmod, /proc/sys/net/ndst or a module device is still there: %q", c.Stdout)
+		t.Errorf("step 6: after rmmod, /proc/sys/net/ndst or a module device is still there: %q", c.Stdout)
 	}
 	unloaded := false
 	for _, l := range c.KernelLog {
 		unloaded = unloaded || strings.Contains(l, "ndst: unloaded")
 	}
 	if !unloaded {
-		t.Errorf("step 5: no 'ndst: unloaded' in the kernel log %q", c.KernelLog)
+		t.Errorf("step 6: no 'ndst: unloaded' in the kernel log %q", c.KernelLog)
 	}
 }
