@@ -15,6 +15,7 @@ import (
 
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/safefile"
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
 )
@@ -29,6 +30,8 @@ const (
 	perDeviceDel  = 300 * time.Millisecond
 	holdTimeout   = 10 * time.Second
 	readChunkSize = 1 << 20
+	// readLimit bounds one file's text (devices: about 30 bytes a device).
+	readLimit = 64 << 20
 )
 
 // The module's files, and whether the backend writes them.
@@ -138,7 +141,7 @@ func openKnobsHere(nsPath string) (map[string]*os.File, error) {
 		if k.write {
 			flag = os.O_RDWR
 		}
-		f, err := os.OpenFile(filepath.Join(Dir, k.name), flag, 0)
+		f, err := safefile.OpenFile(filepath.Join(Dir, k.name), flag, 0, safefile.FollowLinks)
 		if err != nil {
 			for _, f := range files {
 				f.Close()
@@ -221,6 +224,9 @@ func (b *Backend) read(name string) (string, error) {
 		}
 		if err != nil {
 			return "", fmt.Errorf("read %s/%s: %w", Dir, name, err)
+		}
+		if off > readLimit {
+			return "", fmt.Errorf("read %s/%s: more than %d bytes", Dir, name, readLimit)
 		}
 	}
 }
@@ -479,7 +485,7 @@ func (b *Backend) List(ctx context.Context, req ndst.ListRequest) ([]ndst.Device
 		devs[i].Foreign = !ok
 		if ok {
 			devs[i].Kind = Kind
-			devs[i].Refcount = d.Refcount
+			devs[i].Refcount = ndst.Known(d.Refcount)
 		}
 	}
 	return devs, nil
