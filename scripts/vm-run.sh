@@ -368,6 +368,21 @@ kernel_from_dir() {
 	[[ ! -f $1/config ]] || k_config=$1/config
 }
 
+# apt_download DIR PKG=VER...: apt-get download into DIR (bounded, as root
+# without apt's sandbox user); on failure print apt's first error line.
+apt_download() {
+	local dir=$1 why
+	shift
+	note "downloading $* from Debian's registry into $cache"
+	local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
+	[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
+	if ! run_child "$dir/apt.log" "$dir" timeout 600 apt-get "${aopts[@]}" download "$@"; then
+		why=$(grep -E '^E:' "$dir/apt.log" | head -n1 | sed 's/^E: //; s/  */ /g') || true
+		echo "${why:-apt-get download failed}"
+		return 1
+	fi
+}
+
 fetch_registry() {
 	local pkg ver key dir tmp log
 	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}') || true
@@ -388,15 +403,10 @@ fetch_registry() {
 	k_ver=$ver
 	if [[ ! -f $dir/release ]]; then
 		mk_tmp tmp
-		log=$tmp/apt.log
-		note "downloading $pkg $ver from Debian's registry into $cache"
-		local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
-		[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
-		if ! run_child "$log" "$tmp" timeout 600 apt-get "${aopts[@]}" download "$pkg=$ver"; then
-			local why
-			why=$(grep -E '^E:' "$log" | head -n1 | sed 's/^E: //; s/  */ /g') || true
+		local why
+		if ! why=$(apt_download "$tmp" "$pkg=$ver"); then
 			rm -rf "$tmp"
-			die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? (${why:-apt-get download failed})"
+			die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? ($why)"
 		fi
 		local deb
 		deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1) || true
@@ -481,14 +491,9 @@ fetch_headers() {
 			pkgs+=("$d")
 		done
 		mk_tmp tmp
-		log=$tmp/apt.log
-		note "downloading ${pkgs[*]} from Debian's registry into $cache"
-		local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
-		[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
-		if ! run_child "$log" "$tmp" timeout 600 apt-get "${aopts[@]}" download "${pkgs[@]}"; then
-			local why
-			why=$(grep -E '^E:' "$log" | head -n1 | sed 's/^E: //; s/  */ /g') || true
-			die $EXIT_KERNEL "no kernel headers for $k_release: cannot download ${pkgs[*]} (${why:-apt-get download failed})"
+		local why
+		if ! why=$(apt_download "$tmp" "${pkgs[@]}"); then
+			die $EXIT_KERNEL "no kernel headers for $k_release: cannot download ${pkgs[*]} ($why)"
 		fi
 		mk_tmp stage
 		chmod 755 "$stage"

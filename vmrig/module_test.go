@@ -3,7 +3,6 @@ package vmrig
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -71,18 +70,7 @@ func TestVMModule(t *testing.T) {
 	for i, s := range moduleSteps {
 		cmds[i] = []string{s}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	boot, err := Run(ctx, cfg, cmds...)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			t.Fatalf("Run(module) error = %v\n%s", err, e.Stderr)
-		}
-		t.Fatalf("Run(module) error = %v", err)
-	}
-	t.Logf("boot: %v wall (qemu %v), accel %s, kernel %s", time.Since(start).Round(time.Millisecond), boot.Wall(), boot.Host["accel"], boot.Host["release"])
+	boot := mustBoot(t, "module", cfg, cmds)
 	if len(boot.Modules) != 2 || boot.Modules[1] != "ndst loaded" {
 		t.Fatalf("module lines = %q, want dummy and ndst loaded", boot.Modules)
 	}

@@ -111,6 +111,25 @@ func TestVMStopped(t *testing.T) {
 	}
 }
 
+// mustBoot runs one boot (bounded by 5 minutes) and fails the test, with
+// the rig's stderr, when the rig itself fails.
+func mustBoot(t *testing.T, what string, cfg Config, cmds [][]string) *Boot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	boot, err := Run(ctx, cfg, cmds...)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			t.Fatalf("Run(%s) error = %v\n%s", what, err, e.Stderr)
+		}
+		t.Fatalf("Run(%s) error = %v", what, err)
+	}
+	t.Logf("boot: %v wall (qemu %v), accel %s, kernel %s", time.Since(start).Round(time.Millisecond), boot.Wall(), boot.Host["accel"], boot.Host["release"])
+	return boot
+}
+
 // listing is ndst's "list --json" output.
 type listing struct {
 	Count   int           `json:"count"`
@@ -131,18 +150,7 @@ func TestVMSmoke(t *testing.T) {
 		{"--json", "del", "1", "1000000", "--one-by-one"},
 		{"--json", "list"},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	boot, err := Run(ctx, cfg, cmds...)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			t.Fatalf("Run(smoke) error = %v\n%s", err, e.Stderr)
-		}
-		t.Fatalf("Run(smoke) error = %v", err)
-	}
-	t.Logf("boot: %v wall (qemu %v), accel %s, kernel %s", time.Since(start).Round(time.Millisecond), boot.Wall(), boot.Host["accel"], boot.Host["release"])
+	boot := mustBoot(t, "smoke", cfg, cmds)
 	if got := boot.Guest["cpus"]; got != "1" {
 		t.Errorf("guest cpus = %q, want 1", got)
 	}

@@ -79,19 +79,31 @@ type ModDevice struct {
 // ParseDevices parses "IFINDEX NAME REFCOUNT" lines.
 func ParseDevices(text string) ([]ModDevice, error) {
 	var devs []ModDevice
+	err := parseTriples(text, "devices", "IFINDEX NAME REFCOUNT", func(idx int, name string, n int) {
+		devs = append(devs, ModDevice{Ifindex: idx, Name: name, Refcount: n})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return devs, nil
+}
+
+// parseTriples parses "IFINDEX NAME NUMBER" lines (IFINDEX >= 1, NUMBER >=
+// 0) of the module's file what, calling add for each.
+func parseTriples(text, what, form string, add func(ifindex int, name string, n int)) error {
 	for i, line := range splitLines(text) {
 		f := strings.Fields(line)
 		if len(f) != 3 {
-			return nil, fmt.Errorf("module's devices, line %d: want IFINDEX NAME REFCOUNT, got %q", i+1, line)
+			return fmt.Errorf("module's %s, line %d: want %s, got %q", what, i+1, form, line)
 		}
 		idx, err1 := atoi(f[0])
-		ref, err2 := strconv.Atoi(f[2])
+		n, err2 := atoi(f[2])
 		if err1 != nil || err2 != nil || idx < 1 {
-			return nil, fmt.Errorf("module's devices, line %d: bad numbers in %q", i+1, line)
+			return fmt.Errorf("module's %s, line %d: bad numbers in %q", what, i+1, line)
 		}
-		devs = append(devs, ModDevice{Ifindex: idx, Name: f[1], Refcount: ref})
+		add(idx, f[1], n)
 	}
-	return devs, nil
+	return nil
 }
 
 // ParseSamples parses one duration in nanoseconds per line.
@@ -118,17 +130,11 @@ type HoldInfo struct {
 // ParseHolds parses "IFINDEX NAME MS_LEFT" lines.
 func ParseHolds(text string) ([]HoldInfo, error) {
 	var hs []HoldInfo
-	for i, line := range splitLines(text) {
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("module's holds, line %d: want IFINDEX NAME MS_LEFT, got %q", i+1, line)
-		}
-		idx, err1 := atoi(f[0])
-		ms, err2 := atoi(f[2])
-		if err1 != nil || err2 != nil || idx < 1 {
-			return nil, fmt.Errorf("module's holds, line %d: bad numbers in %q", i+1, line)
-		}
-		hs = append(hs, HoldInfo{Ifindex: idx, Name: f[1], Left: time.Duration(ms) * time.Millisecond})
+	err := parseTriples(text, "holds", "IFINDEX NAME MS_LEFT", func(idx int, name string, ms int) {
+		hs = append(hs, HoldInfo{Ifindex: idx, Name: name, Left: time.Duration(ms) * time.Millisecond})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return hs, nil
 }
