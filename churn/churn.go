@@ -26,7 +26,10 @@
 //
 // Invariants: after Run, every namespace is empty again and its table and
 // allocators agree (Run reports an error otherwise); the counts add up
-// (Ops = Creates + Destroys = sum of PerThread).
+// (Ops = Creates + Destroys = sum of PerThread); memory stays proportional
+// to the devices alive however long the run (the ifindex cursor wraps at
+// IndexSpace), and a run with Config.MaxMemory is refused up front when its
+// estimate is above it and stopped when the process goes above it.
 package churn
 
 import (
@@ -86,6 +89,10 @@ type Config struct {
 	// namespace's lock.
 	Listers  int
 	Template ndst.Template
+	// MaxMemory bounds the run's memory in bytes (0: no bound): Run
+	// refuses a Config whose Memory estimate is above it and stops a run
+	// whose process grows above it, with an *OverMemoryError either way.
+	MaxMemory uint64
 }
 
 // Validate checks c and returns a *ndst.UsageError naming the bad field.
@@ -113,6 +120,10 @@ func (c Config) Validate() error {
 	case AllocBitmap, AllocLinear:
 	default:
 		return ndst.Usagef("unknown allocator %q (want %s or %s)", c.Alloc, AllocBitmap, AllocLinear)
+	}
+	if c.Namespaces > c.Threads {
+		return ndst.Usagef("namespaces %d is more than threads %d: a namespace holds devices only while a thread of its own churns in it, so %d would stay empty; use at least as many threads as namespaces",
+			c.Namespaces, c.Threads, c.Namespaces-c.Threads)
 	}
 	if c.Count < c.Threads {
 		return ndst.Usagef("count %d is below threads %d: each thread keeps at least one device", c.Count, c.Threads)
@@ -161,8 +172,7 @@ type Result struct {
 type device struct {
 	name    string
 	ifindex int
-	number  int      // its %d
-	_       [64]byte // stands for the private area set up by the driver (its size, never read)
+	number  int // its %d
 }
 
 // lock is a mutex that accounts the time it is waited for and held.
@@ -191,7 +201,35 @@ type namespace struct {
 	ifindex idalloc.Allocator
 	names   idalloc.Allocator
 	next    int // cyclic ifindex cursor: the last ifindex handed out
+	wrap    int // the cursor wraps to 1 after this ifindex (IndexSpace)
 	tmpl    ndst.Template
+}
+
+// IndexSpace is the ifindex range [1, IndexSpace(count)] over which a
+// namespace keeping count devices alive hands out ifindexes cyclically.
+//
+// The kernel's cursor wraps at 2^31-1, and its ifindexes live in an xarray
+// whose memory follows the devices alive. The allocators here are dense
+// bitmaps over [1, highest index ever used]: with a cursor wrapping at
+// 2^31-1, churn's steady create-destroy cycle would take a new, higher
+// ifindex on every create and grow each namespace's bitmap by one bit per
+// create, without bound until 256 MiB, over a long run (-l 3600 at 3 million
+// operations a second). Wrapping at four times the devices alive (at least
+// 65536) keeps the bitmap proportional to them while the allocation stays
+// cyclic: an ifindex freed is handed out again only after a full lap, by
+// which time the devices alive have all moved on.
+func IndexSpace(count int) int { return min(max(4*count, 1<<16), devtable.MaxIndex) }
+
+func newNamespace(c Config, lk *lock) *namespace {
+	wrap := IndexSpace(c.Count)
+	return &namespace{
+		lk:      lk,
+		table:   newTable(),
+		ifindex: newAllocator(c.Alloc, 1, wrap),
+		names:   newAllocator(c.Alloc, 0, c.Template.MaxNumber()),
+		wrap:    wrap,
+		tmpl:    c.Template,
+	}
 }
 
 func newAllocator(kind string, min, max int) idalloc.Allocator {
@@ -212,7 +250,7 @@ func (ns *namespace) create(d *device) error {
 		return fmt.Errorf("name: %w", err)
 	}
 	start := ns.next + 1
-	if start > devtable.MaxIndex {
+	if start > ns.wrap {
 		start = 1
 	}
 	idx, err := ns.ifindex.AllocFrom(start)
@@ -276,9 +314,13 @@ func spin(d time.Duration) {
 const listPage = 28
 
 // Run churns for c.Duration (or until ctx ends) and reports. It validates c
-// first and changes nothing on a usage error.
+// first and changes nothing on a usage error, and refuses a run whose memory
+// estimate is above c.MaxMemory (see memory.go).
 func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkMemory(c); err != nil {
 		return nil, err
 	}
 	locks := make([]*lock, c.Namespaces)
@@ -290,13 +332,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		default:
 			locks[i] = &lock{}
 		}
-		nss[i] = &namespace{
-			lk:      locks[i],
-			table:   newTable(),
-			ifindex: newAllocator(c.Alloc, 1, devtable.MaxIndex),
-			names:   newAllocator(c.Alloc, 0, c.Template.MaxNumber()),
-			tmpl:    c.Template,
-		}
+		nss[i] = newNamespace(c, locks[i])
 	}
 	nlocks := c.Namespaces
 	if c.Locking == LockRTNL {
@@ -323,6 +359,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	var wg sync.WaitGroup
 
 	start := time.Now()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	memErr := watchMemory(watchCtx, c, start, &stop)
 	for t := 0; t < c.Threads; t++ {
 		ns := nss[t%c.Namespaces]
 		quota := c.Count / perNS[t%c.Namespaces]
@@ -397,8 +436,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
+	stopWatch()
 	close(errs)
-	var runErr error
+	runErr := memErr()
 	for err := range errs {
 		runErr = errors.Join(runErr, err)
 	}

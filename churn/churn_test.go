@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +92,7 @@ func TestValidate(t *testing.T) {
 		{"alloc unknown", func(c *Config) { c.Alloc = "tree" }},
 		{"template too small", func(c *Config) { c.Template = tmpl(t, "abcdefghijklmn%d"); c.Count = 11 }},
 		{"count below threads", func(c *Config) { c.Count = 2; c.Threads = 5 }},
+		{"namespaces above threads", func(c *Config) { c.Namespaces = 5 }},
 	}
 	for _, tt := range tests {
 		c := base(t)
@@ -125,7 +128,7 @@ func TestCancel(t *testing.T) {
 // TestNamespaceOps checks the registry's create and destroy directly:
 // lowest free names, cyclic ifindexes, and refusal of a stale destroy.
 func TestNamespaceOps(t *testing.T) {
-	ns := &namespace{lk: &lock{}, tmpl: tmpl(t, "d%d")}
+	ns := &namespace{lk: &lock{}, tmpl: tmpl(t, "d%d"), wrap: 100}
 	c := base(t)
 	ns.table, ns.ifindex, ns.names = newTable(), newAllocator(c.Alloc, 1, 100), newAllocator(c.Alloc, 0, 99)
 	var devs []*device
@@ -151,5 +154,123 @@ func TestNamespaceOps(t *testing.T) {
 	}
 	if err := ns.check(); err != nil {
 		t.Errorf("check() = %v", err)
+	}
+}
+
+// TestIndexSpaceBoundsMemory: a namespace's steady create-destroy cycle
+// wraps its ifindex cursor at IndexSpace, so its allocators stay the size of
+// that space however many devices it has made, and every ifindex handed out
+// stays unique among the devices alive.
+func TestIndexSpaceBoundsMemory(t *testing.T) {
+	for _, alloc := range []string{AllocBitmap, AllocLinear} {
+		c := base(t)
+		c.Alloc, c.Count = alloc, 1000
+		ns := newNamespace(c, &lock{})
+		wrap := IndexSpace(c.Count)
+		var fifo []*device
+		for i := range 5 * wrap {
+			if len(fifo) == c.Count {
+				if err := ns.destroy(fifo[0]); err != nil {
+					t.Fatal(err)
+				}
+				fifo = fifo[1:]
+			}
+			d := &device{}
+			if err := ns.create(d); err != nil {
+				t.Fatalf("%s: create #%d: %v", alloc, i, err)
+			}
+			if d.ifindex < 1 || d.ifindex > wrap {
+				t.Fatalf("%s: create #%d got ifindex %d, outside [1, %d]", alloc, i, d.ifindex, wrap)
+			}
+			fifo = append(fifo, d)
+		}
+		if err := ns.check(); err != nil {
+			t.Fatal(err)
+		}
+		type sized interface{ Bytes() int }
+		if b := ns.ifindex.(sized).Bytes(); b > 2*wrap/8+4096 {
+			t.Errorf("%s: ifindex allocator holds %d bytes after %d creates, want about %d (the index space)", alloc, b, 5*wrap, wrap/8)
+		}
+	}
+}
+
+// TestMemoryEstimateCovers measures the live heap of a namespace keeping n
+// devices alive, as a run's threads keep them, and checks that the estimate
+// per device leaves the collector its headroom (twice the live data).
+func TestMemoryEstimateCovers(t *testing.T) {
+	const n = 200000
+	c := base(t)
+	c.Count = n
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ns := newNamespace(c, &lock{})
+	var mine []*device
+	for range n {
+		d := &device{}
+		if err := ns.create(d); err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, d)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	live := float64(after.HeapAlloc-before.HeapAlloc) / n
+	runtime.KeepAlive(mine)
+	runtime.KeepAlive(ns)
+	t.Logf("live heap: %.1f bytes per device; the estimate charges %d", live, bytesPerDevice)
+	if 2*live > bytesPerDevice {
+		t.Errorf("a device alive holds %.1f bytes; twice that (GOGC=100 headroom) is above bytesPerDevice = %d: raise it", live, bytesPerDevice)
+	}
+}
+
+// TestMemoryBoundRefusesUpFront: 10 million devices in each of 1024
+// namespaces are refused before anything is allocated, with the estimate.
+func TestMemoryBoundRefusesUpFront(t *testing.T) {
+	c := base(t)
+	c.Count, c.Namespaces, c.Threads, c.MaxMemory = 10_000_000, 1024, 1024, 4<<30
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	r, err := Run(context.Background(), c)
+	var oe *OverMemoryError
+	if r != nil || !errors.As(err, &oe) || oe.Used != 0 || oe.Estimate != c.Memory() || oe.Estimate < 1024*10_000_000*100 {
+		t.Fatalf("Run(-n 10M, 1024 namespaces, max 4 GiB) = %v, %v; want an *OverMemoryError refusing it with the estimate", r, err)
+	}
+	for _, want := range []string{"10240000000 devices (10000000 in each of 1024 namespace(s))", "need about 3.0 TiB", "more than the 4.0 GiB allowed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to contain %q", err, want)
+		}
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("the refusal took %v", time.Since(start))
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if after.TotalAlloc-before.TotalAlloc > 1<<20 {
+		t.Errorf("the refusal allocated %d bytes", after.TotalAlloc-before.TotalAlloc)
+	}
+}
+
+// TestMemoryBoundStopsARun: a run whose process goes above MaxMemory stops
+// within a poll with an *OverMemoryError, its namespaces emptied as usual.
+func TestMemoryBoundStopsARun(t *testing.T) {
+	c := base(t)
+	c.Duration = time.Minute
+	c.MaxMemory = 1 << 20 // the runtime alone maps more: the first poll stops the run
+	if c.Memory() > c.MaxMemory {
+		t.Skipf("estimate %d above the bound %d; the refusal would be tested instead", c.Memory(), c.MaxMemory)
+	}
+	start := time.Now()
+	r, err := Run(context.Background(), c)
+	var oe *OverMemoryError
+	if r == nil || !errors.As(err, &oe) || oe.Used <= c.MaxMemory || !strings.Contains(err.Error(), "stopped after") {
+		t.Fatalf("Run above MaxMemory = %v, %v; want the result and an *OverMemoryError saying it stopped", r, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopping took %v, want about one poll (%v)", d, memPoll)
+	}
+	if r.Ops == 0 || errors.Is(err, ErrInconsistent) {
+		t.Errorf("the stopped run: %d ops, %v; want a consistent, emptied registry", r.Ops, err)
 	}
 }

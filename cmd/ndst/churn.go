@@ -1,14 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ndst-project/ndst/churn"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/sysmem"
 	"github.com/spf13/cobra"
 )
 
@@ -46,8 +49,9 @@ type churnJSON struct {
 
 func newChurnCmd(g *globalOptions) *cobra.Command {
 	var (
-		c       churn.Config
-		seconds float64
+		c         churn.Config
+		seconds   float64
+		maxMemory string
 	)
 	cmd := &cobra.Command{
 		Use:   "churn",
@@ -85,6 +89,9 @@ The same experiment as a socket-table benchmark ("opensock -t 16 -n 10000000
 			}
 			c.Template = tmpl
 			c.Duration = time.Duration(seconds * float64(time.Second))
+			if c.MaxMemory, err = parseMaxMemory(maxMemory); err != nil {
+				return err
+			}
 			if err := c.Validate(); err != nil {
 				return err
 			}
@@ -93,6 +100,11 @@ The same experiment as a socket-table benchmark ("opensock -t 16 -n 10000000
 			p := g.startProgress(fmt.Sprintf("churn: %d threads creating and destroying devices for %v", c.Threads, c.Duration))
 			r, runErr := churn.Run(ctx, c)
 			p.stop()
+			var over *churn.OverMemoryError
+			if errors.As(runErr, &over) {
+				runErr = fmt.Errorf("%w; lower -n, -t or --namespaces, or raise --max-memory (%s now; 0 turns the bound off)",
+					runErr, maxMemory)
+			}
 			if r == nil {
 				return runErr
 			}
@@ -129,11 +141,33 @@ The same experiment as a socket-table benchmark ("opensock -t 16 -n 10000000
 	f.IntVarP(&c.Count, "count", "n", 10000, "devices kept alive per namespace (shared by its threads)")
 	f.Float64VarP(&seconds, "seconds", "l", 10, "how long to churn, in seconds")
 	f.StringVar(&c.Locking, "locking", churn.LockRTNL, "locking: "+strings.Join(churn.Lockings, ", "))
-	f.IntVar(&c.Namespaces, "namespaces", 1, "namespaces the threads are spread over")
+	f.IntVar(&c.Namespaces, "namespaces", 1, "namespaces the threads are spread over (at most --threads: each needs a thread)")
 	f.StringVar(&c.Alloc, "alloc", churn.AllocBitmap, "ifindex and name allocator: bitmap, or linear (the naive scan)")
 	f.DurationVar(&c.Work, "work", 2*time.Microsecond, "CPU work per create and per destroy beside the registry (device setup, notifiers)")
 	f.IntVar(&c.Listers, "listers", 0, "threads listing the devices in pages of 28 throughout")
+	f.StringVar(&maxMemory, "max-memory", "auto", "refuse a run estimated to need more memory than this, and stop one that grows past it: a size (512MiB, 4GiB, 4G), 0 for no bound, or auto (80% of the memory available)")
 	return cmd
+}
+
+// parseMaxMemory reads --max-memory: "auto" (80% of what sysmem says is
+// available; no bound when that is unknown), "0" (no bound), or a size with
+// an optional binary unit (K, M, G, T, with or without "iB"/"B").
+func parseMaxMemory(s string) (uint64, error) {
+	if s == "auto" {
+		if avail, ok := sysmem.Available(); ok {
+			return avail / 10 * 8, nil
+		}
+		return 0, nil
+	}
+	num := strings.TrimRight(s, "KMGTiBkmgtb")
+	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(s[len(num):]), "B"), "I"))
+	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+	sh, ok := shift[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v*float64(uint64(1)<<sh) >= 1<<63 {
+		return 0, ndst.Usagef("--max-memory %q: want a size such as 512MiB, 4GiB or 4G, 0 for no bound, or auto", s)
+	}
+	return uint64(v * float64(uint64(1)<<sh)), nil
 }
 
 func writeChurnText(w io.Writer, r *churn.Result) {

@@ -62,3 +62,28 @@ func TestChurnUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestChurnMemoryBound: a run that cannot fit is refused at once with the
+// estimate and the flag that overrides it (exit 1, not the usage code 2),
+// and a run that outgrows its bound stops with exit 1 and its result.
+func TestChurnMemoryBound(t *testing.T) {
+	_, errOut, code := ndstRunArgs("churn", "-t", "16", "--namespaces", "16", "-n", "10000000", "--max-memory", "4GiB")
+	for _, want := range []string{"160000000 devices", "need about 47.8 GiB", "more than the 4.0 GiB allowed", "raise --max-memory"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("churn of 160M devices under 4GiB = exit %d, %q; want exit 1 containing %q", code, errOut, want)
+		}
+	}
+	out, errOut, code := ndstRunArgs("churn", "-t", "2", "-n", "20", "-l", "30", "--max-memory", "1MiB", "--json")
+	var j churnJSON
+	if code != 1 || json.Unmarshal([]byte(out), &j) != nil || j.Result != "error" || !strings.Contains(j.Error, "stopped after") {
+		t.Errorf("churn above --max-memory = exit %d, %q %q; want exit 1 and a JSON result saying it stopped", code, out, errOut)
+	}
+	for _, bad := range []string{"4X", "-1G", "NaN", "1e30G"} {
+		if _, errOut, code := ndstRunArgs("churn", "--max-memory", bad); code != 2 || !strings.Contains(errOut, "--max-memory") {
+			t.Errorf("churn --max-memory %s = exit %d, %q; want a usage error", bad, code, errOut)
+		}
+	}
+	if _, errOut, code := ndstRunArgs("churn", "-n", "10000000", "--namespaces", "1024"); code != 2 || !strings.Contains(errOut, "namespaces 1024 is more than threads 4") {
+		t.Errorf("churn --namespaces 1024 with 4 threads = exit %d, %q; want a usage error", code, errOut)
+	}
+}
