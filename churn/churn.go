@@ -172,7 +172,8 @@ type Result struct {
 type device struct {
 	name    string
 	ifindex int
-	number  int // its %d
+	number  int      // its %d
+	_       [64]byte // stands for the private area set up by the driver (its size, never read)
 }
 
 // lock is a mutex that accounts the time it is waited for and held.

@@ -237,7 +237,7 @@ func TestMemoryBoundRefusesUpFront(t *testing.T) {
 	if r != nil || !errors.As(err, &oe) || oe.Used != 0 || oe.Estimate != c.Memory() || oe.Estimate < 1024*10_000_000*100 {
 		t.Fatalf("Run(-n 10M, 1024 namespaces, max 4 GiB) = %v, %v; want an *OverMemoryError refusing it with the estimate", r, err)
 	}
-	for _, want := range []string{"10240000000 devices (10000000 in each of 1024 namespace(s))", "need about 3.0 TiB", "more than the 4.0 GiB allowed"} {
+	for _, want := range []string{"10240000000 devices (10000000 in each of 1024 namespace(s))", "need about 3.7 TiB", "more than the 4.0 GiB allowed"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q, want it to contain %q", err, want)
 		}

@@ -68,7 +68,7 @@ func TestChurnUsage(t *testing.T) {
 // and a run that outgrows its bound stops with exit 1 and its result.
 func TestChurnMemoryBound(t *testing.T) {
 	_, errOut, code := ndstRunArgs("churn", "-t", "16", "--namespaces", "16", "-n", "10000000", "--max-memory", "4GiB")
-	for _, want := range []string{"160000000 devices", "need about 47.8 GiB", "more than the 4.0 GiB allowed", "raise --max-memory"} {
+	for _, want := range []string{"160000000 devices", "need about 59.7 GiB", "more than the 4.0 GiB allowed", "raise --max-memory"} {
 		if code != 1 || !strings.Contains(errOut, want) {
 			t.Errorf("churn of 160M devices under 4GiB = exit %d, %q; want exit 1 containing %q", code, errOut, want)
 		}
