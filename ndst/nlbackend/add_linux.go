@@ -90,6 +90,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
+	b.probeHost()
 	if req.Count < 1 || req.Count > ndst.MaxCount {
 		return nil, ndst.Usagef("count must be in 1..%d, got %d", ndst.MaxCount, req.Count)
 	}

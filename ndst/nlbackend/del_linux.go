@@ -24,6 +24,7 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
+	b.probeHost()
 	if req.Start < 1 || req.Start > req.Stop {
 		return nil, ndst.Usagef("bad range %d %d; want 1 <= START <= STOP", req.Start, req.Stop)
 	}

@@ -155,18 +155,40 @@ func readKernelConfig(release string) (map[string]string, string) {
 }
 
 // parseConfig reads the "CONFIG_HZ=" and "CONFIG_PREEMPT..." lines of a
-// kernel configuration; everything else is skipped.
+// kernel configuration; everything else is skipped. It stops early: the
+// preemption model (kernel/Kconfig.preempt) and CONFIG_HZ (kernel/Kconfig.hz)
+// come in the first eighth or so of a configuration of 4,000 lines, and
+// decompressing the rest of /proc/config.gz is most of what probing the host
+// costs. It stops once CONFIG_HZ and the preemption model's choice (a
+// CONFIG_PREEMPT_*=y line) are known and either CONFIG_PREEMPT_DYNAMIC has
+// been seen (set or "is not set"; it follows the choice in Kconfig.preempt)
+// or 64 lines have passed since the choice (kernels without the option).
 func parseConfig(r io.Reader) map[string]string {
 	cfg := map[string]string{}
 	sc := bufio.NewScanner(r)
+	line, choiceAt, haveDynamic := 0, -1, false
 	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("CONFIG_HZ=")) && !bytes.HasPrefix(line, []byte("CONFIG_PREEMPT")) {
-			continue
+		line++
+		b := sc.Bytes()
+		if bytes.Equal(b, []byte("# CONFIG_PREEMPT_DYNAMIC is not set")) {
+			haveDynamic = true
 		}
-		k, v, ok := bytes.Cut(line, []byte("="))
-		if ok {
-			cfg[string(k)] = strings.Trim(string(v), `"`)
+		if bytes.HasPrefix(b, []byte("CONFIG_HZ=")) || bytes.HasPrefix(b, []byte("CONFIG_PREEMPT")) {
+			if k, v, ok := bytes.Cut(b, []byte("=")); ok {
+				key := string(k)
+				cfg[key] = strings.Trim(string(v), `"`)
+				switch key {
+				case "CONFIG_PREEMPT_DYNAMIC":
+					haveDynamic = true
+				case "CONFIG_PREEMPT_NONE", "CONFIG_PREEMPT_VOLUNTARY", "CONFIG_PREEMPT", "CONFIG_PREEMPT_LAZY", "CONFIG_PREEMPT_RT":
+					if choiceAt < 0 && cfg[key] == "y" {
+						choiceAt = line
+					}
+				}
+			}
+		}
+		if _, hz := cfg["CONFIG_HZ"]; hz && choiceAt >= 0 && (haveDynamic || line-choiceAt > 64) {
+			break
 		}
 	}
 	return cfg

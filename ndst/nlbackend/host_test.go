@@ -2,6 +2,7 @@ package nlbackend
 
 import (
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +118,37 @@ func TestProbeHostFiles(t *testing.T) {
 	write("config-6.18.0-test", "CONFIG_HZ=1000\n")
 	if h := ProbeHost(); h.HZ != 1000 || !strings.HasSuffix(h.HZSource, "config-6.18.0-test") {
 		t.Errorf("ProbeHost() HZ = %d from %q, want 1000 from /boot/config-6.18.0-test", h.HZ, h.HZSource)
+	}
+}
+
+// TestParseConfigStopsEarly: the parser stops once it knows CONFIG_HZ and
+// the preemption model, and reads on when they come in another order.
+func TestParseConfigStopsEarly(t *testing.T) {
+	cfg := parseConfig(strings.NewReader("CONFIG_PREEMPT_NONE=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_X=1\nCONFIG_HZ=250\nCONFIG_PREEMPT_LATE=y\n"))
+	if cfg["CONFIG_HZ"] != "250" || cfg["CONFIG_PREEMPT_NONE"] != "y" || cfg["CONFIG_PREEMPT_DYNAMIC"] != "y" {
+		t.Errorf("parseConfig = %v, want HZ 250, PREEMPT_NONE and PREEMPT_DYNAMIC", cfg)
+	}
+	if _, read := cfg["CONFIG_PREEMPT_LATE"]; read {
+		t.Errorf("parseConfig read on past CONFIG_HZ: %v", cfg)
+	}
+	// HZ first, then the choice: the dynamic option that follows is read.
+	cfg = parseConfig(strings.NewReader("CONFIG_HZ=1000\nCONFIG_A=1\nCONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_PREEMPT_COUNT=y\nCONFIG_PREEMPT_DYNAMIC=y\n"))
+	if cfg["CONFIG_HZ"] != "1000" || configPreempt(cfg) != "voluntary" || cfg["CONFIG_PREEMPT_DYNAMIC"] != "y" {
+		t.Errorf("parseConfig (HZ first) = %v, want HZ 1000, voluntary, dynamic", cfg)
+	}
+	// A kernel without PREEMPT_DYNAMIC: read 64 lines past the choice.
+	var b strings.Builder
+	b.WriteString("CONFIG_PREEMPT=y\nCONFIG_HZ=100\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "CONFIG_FILL%d=y\n", i)
+	}
+	b.WriteString("CONFIG_PREEMPT_NOTIFIERS=y\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "CONFIG_MORE%d=y\n", i)
+	}
+	b.WriteString("CONFIG_PREEMPT_TRACER=y\n")
+	cfg = parseConfig(strings.NewReader(b.String()))
+	if cfg["CONFIG_PREEMPT_NOTIFIERS"] != "y" || cfg["CONFIG_PREEMPT_TRACER"] != "" || configPreempt(cfg) != "full" {
+		t.Errorf("parseConfig (no dynamic option) = %v, want lines up to 64 past the choice only", cfg)
 	}
 }

@@ -40,10 +40,11 @@ type Backend struct {
 	root string
 	h    *netlink.Handle
 	c    *conn
-	// host is probed in the background from Open (reading the kernel
-	// configuration takes a millisecond or two); hostReady closes then.
+	// host is probed in the background from the first Add or Del
+	// (probeHost); hostReady closes then.
 	host      HostFacts
 	hostReady chan struct{}
+	probeOnce sync.Once
 
 	mu sync.Mutex
 	// noDummy is set once the kernel refused kind dummy.
@@ -100,14 +101,10 @@ func openOn(o Options, ns netns.NsHandle) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open a netlink socket in namespace %s: %w", o.Netns, err)
 	}
-	b := &Backend{o: o, log: o.Logger, ns: ns, id: id, c: c, hostReady: make(chan struct{})}
+	b := &Backend{o: o, log: o.Logger, ns: ns, id: id, c: c}
 	if isRoot, why := rootNamespace(id); isRoot {
 		b.root = why
 	}
-	go func() {
-		b.host = ProbeHost()
-		close(b.hostReady)
-	}()
 	return b, nil
 }
 
@@ -139,8 +136,22 @@ func (b *Backend) Netns() string { return b.o.Netns }
 // Created reports whether Open created the namespace.
 func (b *Backend) Created() bool { return b.created }
 
-// Host returns what was read about the host when the backend was opened.
+// probeHost starts the host probe (ProbeHost), once; Host and hostFacts
+// wait for it. Add and Del start it when they begin, so that it runs while
+// they do; a listing never pays for it.
+func (b *Backend) probeHost() {
+	b.probeOnce.Do(func() {
+		b.hostReady = make(chan struct{})
+		go func() {
+			b.host = ProbeHost()
+			close(b.hostReady)
+		}()
+	})
+}
+
+// Host returns what ProbeHost read about the host.
 func (b *Backend) Host() HostFacts {
+	b.probeHost()
 	<-b.hostReady
 	return b.host
 }
@@ -227,6 +238,7 @@ func (b *Backend) newResult(op string) *ndst.Result {
 // probe, which runs while the operation does (it reads the kernel
 // configuration) and is waited for only here, at the end.
 func (b *Backend) hostFacts(r *ndst.Result) {
+	b.probeHost()
 	<-b.hostReady
 	if b.host.HZ > 0 {
 		hz := b.host.HZ
