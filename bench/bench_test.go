@@ -337,3 +337,32 @@ func TestHighVarianceWarningSuggestsRuns(t *testing.T) {
 		t.Errorf("warnings(sd 50%% of the mean) = %q, want one high-variance warning suggesting more --runs", w)
 	}
 }
+
+func TestMemoryIsCheckedOverTheRunsAtOnce(t *testing.T) {
+	s := small()
+	s.Counts, s.Runs, s.Workers = []int{1000, 5000}, 3, 4
+	// 3 strategies × 3 runs of 5000, then 1000s: the 4 largest at once are
+	// four runs of 5000.
+	if got := s.peakDevices(4); got != 20000 {
+		t.Errorf("peakDevices(4) = %d, want 20000", got)
+	}
+	if got := s.peakDevices(1); got != 5000 {
+		t.Errorf("peakDevices(1) = %d, want 5000", got)
+	}
+	old := memoryEstimate
+	t.Cleanup(func() { memoryEstimate = old })
+	memoryEstimate = func(devices int) (uint64, uint64, bool) { return uint64(devices) * 100, 1_500_000, true }
+	err := s.Check(context.Background())
+	if err == nil || ndst.IsUsage(err) || !strings.Contains(err.Error(), "4 running at once (--jobs 4: 20000 devices)") ||
+		!strings.Contains(err.Error(), "--yes") {
+		t.Errorf("Check(4 runs of 5000 at once, 1.5 MB free) = %v; want a failure (not a usage error) with the estimate and what to change", err)
+	}
+	s.Workers = 1
+	if err := s.Check(context.Background()); err != nil {
+		t.Errorf("Check(one run at a time) = %v, want nil", err)
+	}
+	s.Workers, s.Confirmed = 4, true
+	if err := s.Check(context.Background()); err != nil {
+		t.Errorf("Check(--yes) = %v, want nil", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ type Progress func(done, total int)
 // before anything runs.
 func (s *Spec) Check(ctx context.Context) error {
 	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := s.checkMemory(); err != nil {
 		return err
 	}
 	seen := map[Cell]bool{}
@@ -123,10 +127,7 @@ func Run(ctx context.Context, s *Spec, progress Progress) (*Report, error) {
 
 	type job struct{ cell, run int }
 	jobs := make(chan job)
-	workers := s.Workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := s.workers()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -165,6 +166,54 @@ feed:
 	rep.WallNS = int64(time.Since(start))
 	return rep, nil
 }
+
+// workers is the number of emulated runs at once.
+func (s *Spec) workers() int {
+	if s.Workers > 0 {
+		return s.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// peakDevices is the most devices the emulated runs can hold at once, w at a
+// time: the sum of the w largest runs (each cell's N, Runs times).
+func (s *Spec) peakDevices(w int) int {
+	var counts []int
+	for _, c := range s.Cells() {
+		if c.Backend == "sim" {
+			counts = append(counts, c.Count)
+		}
+	}
+	slices.SortFunc(counts, func(a, b int) int { return b - a })
+	peak := 0
+	for _, n := range counts {
+		take := min(w, s.Runs)
+		peak += take * n
+		if w -= take; w == 0 {
+			break
+		}
+	}
+	return peak
+}
+
+// checkMemory refuses a matrix whose emulated runs, --jobs of them at once,
+// would not fit in the memory available (unless Confirmed), with the
+// estimate and what to change.
+func (s *Spec) checkMemory() error {
+	w := s.workers()
+	peak := s.peakDevices(w)
+	need, avail, ok := memoryEstimate(peak)
+	if !ok || need < avail*8/10 || s.Confirmed {
+		return nil
+	}
+	one, _, _ := memoryEstimate(s.peakDevices(1))
+	return fmt.Errorf("the emulated runs need about %s of memory with %d running at once (--jobs %d: %d devices), "+
+		"but only %s is available; use fewer --jobs (one at a time needs about %s), smaller --count, or --yes to run anyway",
+		emu.HumanBytes(need), w, w, peak, emu.HumanBytes(avail), emu.HumanBytes(one))
+}
+
+// memoryEstimate is emu.MemoryEstimate; tests replace it.
+var memoryEstimate = emu.MemoryEstimate
 
 // runSim runs one emulated run: a fresh kernel with an empty namespace.
 func (s *Spec) runSim(ctx context.Context, c Cell, seed uint64) Sample {

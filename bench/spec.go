@@ -81,7 +81,8 @@ type Spec struct {
 
 	// Workers is the number of emulated cells run at once (0: GOMAXPROCS).
 	Workers int
-	// Confirmed allows more than MaxCellsWithoutConfirm cells.
+	// Confirmed allows more than MaxCellsWithoutConfirm cells, and runs
+	// that may not fit in memory all at once.
 	Confirmed bool
 }
 

@@ -69,7 +69,7 @@ Examples:
 	f.StringSliceVar(&o.counts, "count", []string{"1000"}, "numbers of devices N (list)")
 	f.IntVar(&o.runs, "runs", 5, "runs per cell, with seeds --seed, --seed+1, ...")
 	f.IntVar(&o.jobs, "jobs", 0, "emulated cells run at once (0: one per core)")
-	f.BoolVar(&o.yes, "yes", false, fmt.Sprintf("run a matrix of more than %d cells", bench.MaxCellsWithoutConfirm))
+	f.BoolVar(&o.yes, "yes", false, fmt.Sprintf("run a matrix of more than %d cells, or one whose runs at once may not fit in memory", bench.MaxCellsWithoutConfirm))
 	f.StringVar(&o.jsonOut, "export-json", "", "write the results as JSON to this file ('-' for stdout)")
 	f.StringVar(&o.csvOut, "export-csv", "", "write the results as CSV to this file ('-' for stdout)")
 	f.StringVar(&o.mdOut, "export-markdown", "", "write the results as a Markdown table to this file ('-' for stdout)")

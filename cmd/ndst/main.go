@@ -3,8 +3,9 @@
 // kernel through netlink.
 //
 // Exit codes: 0 ok, 1 the operation failed (including a detected livelock),
-// 2 usage error. With --json every outcome, failures included, is exactly one
-// JSON object on stdout.
+// 2 usage error; a crash of the Go runtime (out of memory) is SIGABRT, never
+// 2. With --json every outcome, failures included, is exactly one JSON object
+// on stdout.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -32,6 +34,11 @@ const (
 var subcommands []func(*globalOptions) *cobra.Command
 
 func main() {
+	// A fatal runtime error (out of memory above all) and an unrecovered
+	// panic would make the Go runtime exit with status 2, ndst's usage
+	// code. With tracebacks at "crash" the runtime aborts instead (SIGABRT,
+	// status 134 in a shell), so 2 always means a bad command line.
+	debug.SetTraceback("crash")
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

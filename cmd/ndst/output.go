@@ -55,7 +55,7 @@ func writeResultText(w io.Writer, r *ndst.Result, v textDetail) error {
 		fmt.Fprintf(&b, "%s: stopped (%s) %s; nothing was changed", r.Op, r.Result, where)
 	}
 	if r.Skipped > 0 {
-		fmt.Fprintf(&b, " (%d skipped)", r.Skipped)
+		fmt.Fprintf(&b, "; %d skipped", r.Skipped)
 	}
 	b.WriteString("\n")
 	if r.Profile != nil {

@@ -36,6 +36,17 @@ var memAvailable = func() (uint64, bool) {
 	return 0, false
 }
 
+// MemoryEstimate returns the peak memory that emulated kernels holding
+// devices devices in all need (for several kernels at once, devices is their
+// sum), and the memory available; ok is false when that is unknown.
+func MemoryEstimate(devices int) (need, avail uint64, ok bool) {
+	avail, ok = memAvailable()
+	return uint64(devices) * bytesPerDevice, avail, ok
+}
+
+// HumanBytes prints a memory size in GiB, MiB or KiB.
+func HumanBytes(b uint64) string { return human(b) }
+
 // checkMemory refuses a command whose devices cannot fit in memory.
 func checkMemory(devices int) error {
 	need := uint64(devices) * bytesPerDevice
