@@ -53,7 +53,8 @@ func base() Profile {
 			{Name: "classic", Config: "CONFIG_CLASSIC_RCU"},
 		},
 		TreeExpedited: rcu.ExpNone,
-		RCUStall:      0, // CONFIG_RCU_CPU_STALL_DETECTOR defaults to n
+		UPShortcut:    true, // rcu_blocking_is_gp: num_online_cpus() == 1
+		RCUStall:      0,    // CONFIG_RCU_CPU_STALL_DETECTOR defaults to n
 		Timers:        sim.TimerCascade,
 		Lockup:        60 * sim.Second, // softlockup_thresh
 		LockupKick:    30 * sim.Second, // the tick wakes the thread at thresh/2
@@ -95,53 +96,96 @@ var history = []struct {
 				p.BarrierBeforePut = true
 			}},
 	}},
-	{"6.18", modernChanges},
+	{"5.10", to510},
+	{"5.15", []Change{
+		{"add2d7363107", "5.13", "net: set initial device refcount to 1",
+			"a device is ready at refcount 1: its own reference, dropped by free_netdev", func(p *Profile) { p.ReadyRefcount = 1 }},
+	}},
+	{"6.1", []Change{
+		{"faab39f63c1f", "5.18", "net: allow out-of-order netdev unregistration",
+			"netdev_wait_allrefs_any: devices are freed in the order they become ready", func(p *Profile) { p.FreeInReadyOrder = true }},
+		{"258f887aba60", "6.1", "rcu: Disable run-time single-CPU grace-period optimization",
+			"synchronize_rcu[_expedited] wait for a real grace period on one CPU too", func(p *Profile) { p.UPShortcut = false }},
+		{"", "6.1", "Debian builds PREEMPT_DYNAMIC",
+			"preemptible RCU even when booted with preempt=none (the default --rcu tree-preempt); a tick in kernel code outside a reader is a QS", func(p *Profile) {
+				p.PreemptCount = true
+				p.RCUs = []RCUChoice{
+					{Name: "tree-preempt", Config: "CONFIG_PREEMPT_RCU (PREEMPT_DYNAMIC, Debian's build)"},
+					{Name: "tree", Config: "CONFIG_TREE_RCU, a build without PREEMPT_RCU", Requires: "!PREEMPT"},
+					{Name: "tiny", Config: "CONFIG_TINY_RCU", Requires: "!SMP, !PREEMPT"},
+				}
+			}},
+	}},
+	{"6.6", []Change{
+		{"ff9ac73e2616", "6.2", "net: devinet: Reduce refcount before grace period",
+			"the in_device drops its device reference at once; only its memory waits for call_rcu", func(p *Profile) {
+				for i := range p.Subsystems {
+					if p.Subsystems[i].Holder == HolderIPv4 {
+						p.Subsystems[i] = Subsystem{Holder: HolderIPv4, Release: ReleaseAtUnregister, RCUFrees: 1,
+							Source: "6.6 net/ipv4/devinet.c inetdev_destroy: in_dev_put, memory by call_rcu(in_dev_free_rcu)"}
+					}
+				}
+			}},
+		{"d15121be7485", "6.5", "Revert \"softirq: Let ksoftirqd do its job\"",
+			"interrupt exit runs pending softirqs even when ksoftirqd is runnable", func(p *Profile) { p.DeferToKsoftirqd = false }},
+		{"", "6.6", "rcu: rcu_do_batch sizes its batch from the ready callbacks",
+			"the batch limit is max(blimit, ready >> rcu_divisor)", func(p *Profile) { p.DivisorOfAll = false }},
+	}},
+	{"6.12", []Change{
+		{"4381b895f544", "6.12", "timers: Remove historical extra jiffie for timeout in msleep()",
+			"msleep(ms) sleeps msecs_to_jiffies(ms): each backoff sleep one jiffy shorter", func(p *Profile) { p.MsleepExact = true }},
+	}},
+	{"6.18", []Change{
+		{"", "6.14", "net: sched: calls synchronize_net() only when needed",
+			"dev_deactivate_many syncs only when a qdisc that can enqueue was deactivated: none for a down device (2 synchronize_net a batch, not 3)", func(p *Profile) {
+				p.SyncNetInClose = false
+			}},
+	}},
 }
 
-// modernChanges bring 2.6.36 to 6.18.
-var modernChanges = []Change{
-	{"", "3.x", "rcu: the grace-period kthread drives grace periods",
-		"GPs asked for from the softirq and started, scanned and ended by the unbound GP kthread; FQS after jiffies_till_first_fqs", func(p *Profile) {
-			p.ModernRCU = true
-			p.TreeExpedited = rcu.ExpIPI
-			p.RCUs = []RCUChoice{
-				{Name: "tree-preempt", Config: "CONFIG_PREEMPT_RCU (PREEMPT_DYNAMIC distribution kernels)"},
-				{Name: "tree", Config: "CONFIG_TREE_RCU without PREEMPT_RCU", Requires: "!PREEMPT"},
-				{Name: "tiny", Config: "CONFIG_TINY_RCU", Requires: "!SMP, !PREEMPT"},
-			}
-			p.RCUStall = 21 * sim.Second
-		}},
-	{"", "3.6", "ipv4: Kill routing cache",
-		"no rt_do_flush in unregister", func(p *Profile) { p.FibFlush = FibFlushNone }},
-	{"500462a9de65", "4.8", "timers: Switch to a non-cascading wheel",
-		"timers fire at their level's bucket boundary above the expiry: a 1-jiffy timeout fires two ticks later", func(p *Profile) {
-			p.Timers = sim.TimerLevels
-		}},
-	{"", "3.9", "softirq: reduce latencies",
-		"__do_softirq stops restarting after MAX_SOFTIRQ_TIME (2 ms) or when a reschedule is pending", func(p *Profile) {
-			p.SoftirqTime = 2 * sim.Millisecond
-			p.SoftirqResched = true
-		}},
-	{"", "4.5", "watchdog: the soft-lockup threshold is 2*watchdog_thresh",
-		"soft lockup at 20 s, the hrtimer kicks the stopper every 4 s", func(p *Profile) {
-			p.Lockup, p.LockupKick = 20*sim.Second, 4*sim.Second
-		}},
-	{"", "4.x", "net: synchronize_net() expedited under RTNL",
-		"both synchronize_net calls are expedited (RTNL is held)", func(p *Profile) { p.SyncNetExpedited = true }},
-	{"", "4.x", "net: dev_deactivate_many synchronize_net",
-		"closing the devices adds one synchronize_net", func(p *Profile) { p.SyncNetInClose = true }},
-	{"", "4.x", "net: netdev_run_todo does rcu_barrier once per list",
-		"the rcu_barrier moves from rollback_registered_many to netdev_run_todo", func(p *Profile) {
+// to510 brings 2.6.36 to 5.10, the oldest long-term line modelled after it.
+var to510 = []Change{
+	{"89aef8921bfb", "3.6", "ipv4: Delete routing cache.",
+		"no route-cache flush (and its cond_resched) in unregister", func(p *Profile) { p.FibFlush = FibFlushNone }},
+	{"0115e8e30d6f", "3.5", "net: remove delay at device dismantle",
+		"the rcu_barrier moves to netdev_run_todo, after RTNL is dropped; both synchronize_net stay in unregister", func(p *Profile) {
 			p.BarrierBeforePut, p.BarrierInRunTodo = false, true
 		}},
-	{"", "4.15", "net: dev refcount ready at 1",
-		"a device may be freed at refcount 1 (its own reference)", func(p *Profile) { p.ReadyRefcount = 1 }},
-	{"0e4be9e57e8c", "5.8", "net: use exponential backoff in netdev_wait_allrefs",
-		"the wait loop sleeps 1, 2, 4 ... 250 ms", func(p *Profile) { p.DefaultStrategy = "backoff" }},
-	{"faab39f63c1f", "5.18", "net: allow out-of-order netdev unregistration",
-		"netdev_wait_allrefs_any frees devices in the order they become ready", func(p *Profile) { p.FreeInReadyOrder = true }},
-	{"", "6.13", "timers: Remove historical extra jiffie for timeout in msleep()",
-		"msleep(ms) sleeps msecs_to_jiffies(ms)", func(p *Profile) { p.MsleepExact = true }},
+	{"be3fc413da9e", "3.1", "net: use synchronize_rcu_expedited()",
+		"synchronize_net is expedited while RTNL is held", func(p *Profile) { p.SyncNetExpedited = true }},
+	{"", "5.10", "net: dev_deactivate_many synchronizes unconditionally",
+		"closing the devices adds one synchronize_net, even for down devices (3 a batch)", func(p *Profile) { p.SyncNetInClose = true }},
+	{"755609a9087f", "3.7", "rcu: Move RCU grace-period initialization into a kthread",
+		"GPs asked for from the softirq and started, scanned and ended by the unbound GP kthread (with jiffies_till_first/next_fqs, rcu_do_batch's rcu_divisor and rcu_resched_ns, rcu_barrier entraining)", func(p *Profile) {
+			p.ModernRCU = true
+			p.TreeExpedited = rcu.ExpIPI
+			p.UPShortcut = true // rcu_blocking_is_gp on one CPU without PREEMPTION
+			p.DivisorOfAll = true
+			p.RCUs = []RCUChoice{
+				{Name: "tree", Config: "CONFIG_TREE_RCU (Debian's PREEMPT_VOLUNTARY build)"},
+				{Name: "tree-preempt", Config: "CONFIG_PREEMPT_RCU", Requires: "CONFIG_PREEMPT"},
+				{Name: "tiny", Config: "CONFIG_TINY_RCU", Requires: "!SMP, !PREEMPT"},
+			}
+			p.RCUStall, p.RCUStallRepeat = 21*sim.Second, 0
+		}},
+	{"c10d73671ad3", "3.9", "softirq: reduce latencies",
+		"__do_softirq stops restarting after MAX_SOFTIRQ_TIME (2 ms) or when a reschedule is pending", func(p *Profile) {
+			p.SoftirqTime, p.SoftirqResched = 2*sim.Millisecond, true
+		}},
+	{"4cd13c21b207", "4.10", "softirq: Let ksoftirqd do its job",
+		"interrupt exit leaves pending softirqs to ksoftirqd when it is runnable", func(p *Profile) { p.DeferToKsoftirqd = true }},
+	{"500462a9de65", "4.8", "timers: Switch to a non-cascading wheel",
+		"a timer fires at its level's bucket boundary above the expiry: a 1-jiffy timeout two ticks later", func(p *Profile) {
+			p.Timers = sim.TimerLevels
+		}},
+	{"", "3.x", "watchdog: the soft-lockup threshold is 2*watchdog_thresh",
+		"soft lockup at 20 s; an hrtimer queues the stopper work every 4 s", func(p *Profile) {
+			p.Lockup, p.LockupKick = 20*sim.Second, 4*sim.Second
+		}},
+	{"0e4be9e57e8c", "5.10", "net: use exponential backoff in netdev_wait_allrefs",
+		"the wait loop: rcu_barrier, then sleeps of 1, 2, 4 ... 250 ms (rcu_barrier on every pass from cd42ba1c8ac9's stable backport)", func(p *Profile) {
+			p.DefaultStrategy = "backoff"
+		}},
 }
 
 // DefaultProfile is the line the 2009 experiment ran: synchronize_rcu_expedited

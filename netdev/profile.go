@@ -64,6 +64,17 @@ type Profile struct {
 	// TreeExpedited is synchronize_rcu_expedited of the non-preemptible
 	// Tree RCU.
 	TreeExpedited rcu.Expedited
+	// UPShortcut: synchronize_rcu[_expedited] return at once on one CPU
+	// without preemptible RCU (all of 2.6.3x; modern lines before 6.1).
+	UPShortcut bool
+	// PreemptCount: the line's distribution build has CONFIG_PREEMPT_COUNT
+	// (PREEMPT_DYNAMIC, 6.1 on in Debian), so even its non-preemptible RCU
+	// counts a tick in kernel code outside preempt-disabled regions.
+	PreemptCount bool
+	// DeferToKsoftirqd and DivisorOfAll: see sim.SoftirqLimits and
+	// rcu.Config.
+	DeferToKsoftirqd bool
+	DivisorOfAll     bool
 	// RCUStall is the RCU CPU stall timeout (0: detector off by default)
 	// and RCUStallRepeat the interval of later reports.
 	RCUStall, RCUStallRepeat sim.Time
@@ -159,7 +170,7 @@ func (p Profile) Choose(name string, cpus int, preempt sim.Preempt) (RCUChoice, 
 func (p Profile) SimConfig(c *sim.Config) {
 	c.Timers = p.Timers
 	c.MsleepExact = p.MsleepExact
-	c.Softirq = sim.SoftirqLimits{MaxTime: p.SoftirqTime, StopOnResched: p.SoftirqResched}
+	c.Softirq = sim.SoftirqLimits{MaxTime: p.SoftirqTime, StopOnResched: p.SoftirqResched, DeferToKsoftirqd: p.DeferToKsoftirqd}
 	switch {
 	case c.Watchdog == 0: // the line's own detector
 		c.Watchdog, c.WatchdogKick = p.Lockup, p.LockupKick
@@ -190,14 +201,16 @@ func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, ct *costs.Table) rcu.Confi
 		cfg.Preemptible = c.Name == "tree-preempt"
 		switch {
 		case !p.ModernRCU:
-			cfg.SyncUPShortcut = true
+			cfg.SyncUPShortcut = p.UPShortcut
 			cfg.Expedited = p.TreeExpedited
 			if cfg.Preemptible {
 				cfg.Expedited = rcu.ExpNormal
 			}
 		default:
 			cfg.GPKthread = true
-			cfg.PreemptCount = true // PREEMPT_DYNAMIC distribution builds
+			cfg.SyncUPShortcut = p.UPShortcut
+			cfg.PreemptCount = p.PreemptCount
+			cfg.DivisorOfAll = p.DivisorOfAll
 			first := modernFQSJiffies(hz, cpus)
 			cfg.FQSFirst, cfg.FQSNext = first, first
 			cfg.CondReschedQS = true

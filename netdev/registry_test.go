@@ -102,7 +102,9 @@ func TestProfilesWaitForDifferentThings(t *testing.T) {
 		{"2.6.31", 2 * 4, 0, 0, 5}, // two synchronize_net per device, 4 devices
 		{"2.6.33", 2, 0, 0, 5},     // one batch: the same two synchronize_net, once
 		{"2.6.36", 1, 1, 0, 5},     // ef885afb: rcu_barrier replaces the second
-		{"6.18", 3, 1, 3, 6},       // close + two expedited under RTNL, one barrier in run_todo; own ref
+		{"5.10", 3, 1, 3, 5},       // close + two expedited under RTNL, one barrier in run_todo
+		{"6.1", 3, 1, 3, 6},        // the same; the device's own reference (ready at 1)
+		{"6.18", 2, 1, 2, 6},       // closing a down device no longer synchronizes
 	}
 	for _, tc := range tests {
 		k := boot(t, tc.profile, 2, "msleep250", netdev.NameBitmap)

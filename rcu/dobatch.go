@@ -25,7 +25,11 @@ func (r *RCU) doBatch(d *cpuData) {
 	c := d.cpu
 	bl := d.blimit
 	if r.cfg.Divisor > 0 {
-		bl = max(bl, d.cbs.segLen(segDone)>>r.cfg.Divisor)
+		n := d.cbs.segLen(segDone)
+		if r.cfg.DivisorOfAll {
+			n = d.cbs.len()
+		}
+		bl = max(bl, n>>r.cfg.Divisor)
 	}
 	tlimit := sim.Time(-1)
 	if r.cfg.ReschedTime > 0 && bl > 100 && c.InSoftirq() {

@@ -17,8 +17,9 @@ import "github.com/ndst-project/ndst/sim"
 //     any reader or preempt-disabled region; otherwise it sets need_resched
 //     and the CPU reports at its next context switch. A kworker drives it,
 //     so the caller sleeps even when every CPU was already quiescent.
-// On one CPU with non-preemptible RCU the 2.6.3x variants are no-ops: the
-// property that made the 2009 expedited loop spin.
+// On one CPU with non-preemptible RCU the 2.6.3x variants are no-ops, and so
+// is the modern one before 6.1 (rcu_blocking_is_gp): the property that made
+// the 2009 expedited loop spin.
 
 // expGP is one expedited grace period: the CPUs that were not quiescent when
 // it started, and its caller waiting for them.
@@ -43,9 +44,9 @@ func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
 		r.stats.ExpeditedNoops++
 		t.CondResched()
 		return false
-	case ExpMigration:
-		if len(r.cpus) == 1 {
-			r.stats.ExpeditedNoops++
+	case ExpMigration, ExpIPI:
+		if len(r.cpus) == 1 && (r.cfg.Expedited == ExpMigration || r.blockingIsGP()) {
+			r.stats.ExpeditedNoops++ // empty on UP; rcu_blocking_is_gp
 			return false
 		}
 	}

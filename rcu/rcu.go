@@ -146,6 +146,9 @@ type Config struct {
 	Divisor                       int
 	ReschedTime                   sim.Time
 	BatchOnlyIfBusy               bool
+	// DivisorOfAll: the divisor applies to all queued callbacks (5.10 to
+	// 6.1), not only the ready ones (6.6 on).
+	DivisorOfAll bool
 
 	// StallTimeout is when a GP that has not ended is reported as a stall
 	// (0: no stall detector, as 2.6.3x without CONFIG_RCU_CPU_STALL_DETECTOR),

@@ -38,6 +38,10 @@ type SoftirqLimits struct {
 	// StopOnResched ends the restarts when a reschedule is pending
 	// (modern kernels).
 	StopOnResched bool
+	// DeferToKsoftirqd: interrupt exit leaves pending softirqs to
+	// ksoftirqd when it is already runnable (4cd13c21b207 "softirq: Let
+	// ksoftirqd do its job", 4.10 to 6.4; reverted by d15121be7485).
+	DeferToKsoftirqd bool
 }
 
 // softirqContext is where softirqs are running on a CPU.
@@ -117,6 +121,9 @@ func (c *CPU) doSoftirq() {
 // interrupt returns, unless ksoftirqd is in the middle of running them.
 func (c *CPU) runSoftirqsAtIRQExit() {
 	if c.softirq == 0 || c.softCtx != softirqNone {
+		return
+	}
+	if k := c.ksoftirqd; c.e.cfg.Softirq.DeferToKsoftirqd && k != nil && (k.state == taskRunnable || k.state == taskRunning) {
 		return
 	}
 	c.softCtx = softirqIRQ
