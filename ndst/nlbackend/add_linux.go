@@ -14,9 +14,19 @@ import (
 // unit is what one create request makes: one link, or a veth pair.
 type unit struct{ name, peer string }
 
-// allocate picks count names from t with the lowest numbers not used by a
-// name in links.
-func allocate(t ndst.Template, links []link, count int) ([]string, error) {
+// nameSource hands out the lowest-numbered names of a template that no
+// listed link uses, a window at a time, so that a large add holds only one
+// window of names (16M names would be a gigabyte).
+type nameSource struct {
+	t    ndst.Template
+	used map[int]bool
+	next int
+	veth bool // units are pairs
+}
+
+// newNameSource checks that t has room for count more names besides those
+// of links (names and alternative names).
+func newNameSource(t ndst.Template, links []link, count int, veth bool) (*nameSource, error) {
 	used := make(map[int]bool, len(links))
 	for _, l := range links {
 		if n := t.Number(l.Name); n >= 0 {
@@ -29,15 +39,51 @@ func allocate(t ndst.Template, links []link, count int) ([]string, error) {
 		}
 	}
 	max := t.MaxNumber()
-	names := make([]string, 0, count)
-	for n := 0; len(names) < count; n++ {
-		if n > max || n < 0 {
-			return nil, ndst.Usagef("name template %q has room for only %d more names (numbers up to %d fit in 15 bytes); cannot add %d",
-				t.String(), len(names), max, count)
+	taken := 0
+	for n := range used {
+		if n <= max {
+			taken++
 		}
-		if !used[n] {
-			names = append(names, t.Name(n))
+	}
+	if free := max + 1 - taken; free < count {
+		return nil, ndst.Usagef("name template %q has room for only %d more names (numbers up to %d fit in 15 bytes); cannot add %d",
+			t.String(), free, max, count)
+	}
+	return &nameSource{t: t, used: used, veth: veth}, nil
+}
+
+// name returns the next free name.
+func (s *nameSource) name() string {
+	for s.used[s.next] {
+		s.next++
+	}
+	s.next++
+	return s.t.Name(s.next - 1)
+}
+
+// units returns the next n create requests' names.
+func (s *nameSource) units(n int) []unit {
+	out := make([]unit, n)
+	for i := range out {
+		if s.veth {
+			// The kernel registers the peer first: giving it the lower
+			// number keeps names and ifindexes in the same order.
+			out[i].peer = s.name()
 		}
+		out[i].name = s.name()
+	}
+	return out
+}
+
+// allocate returns the first count names of newNameSource (for tests).
+func allocate(t ndst.Template, links []link, count int) ([]string, error) {
+	s, err := newNameSource(t, links, count, false)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, count)
+	for i := range names {
+		names[i] = s.name()
 	}
 	return names, nil
 }
@@ -60,25 +106,9 @@ func (b *Backend) template(t ndst.Template, kind string) ndst.Template {
 	return t
 }
 
-// plan names count devices of kind and groups them into create requests.
-func (b *Backend) plan(t ndst.Template, kind string, links []link, count int) ([]unit, error) {
-	names, err := allocate(b.template(t, kind), links, count)
-	if err != nil {
-		return nil, err
-	}
-	units := make([]unit, 0, len(names))
-	if kind == "veth" {
-		// The kernel registers the peer first: giving it the lower
-		// number keeps names and ifindexes in the same order.
-		for i := 0; i < len(names); i += 2 {
-			units = append(units, unit{name: names[i+1], peer: names[i]})
-		}
-		return units, nil
-	}
-	for _, n := range names {
-		units = append(units, unit{name: n})
-	}
-	return units, nil
+// plan checks the names for count devices of kind and returns their source.
+func (b *Backend) plan(t ndst.Template, kind string, links []link, count int) (*nameSource, error) {
+	return newNameSource(b.template(t, kind), links, count, kind == "veth")
 }
 
 // Add implements ndst.Backend: it creates req.Count links, all in one
@@ -122,9 +152,13 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	if err != nil {
 		return nil, fmt.Errorf("add: list devices in namespace %s: %w", b.o.Netns, err)
 	}
-	units, err := b.plan(req.Template, kind, links, req.Count)
+	src, err := b.plan(req.Template, kind, links, req.Count)
 	if err != nil {
 		return nil, err
+	}
+	total := req.Count // create requests: links, or veth pairs
+	if kind == "veth" {
+		total /= 2
 	}
 	var mem meminfo
 	if !b.o.NoMemoryCheck {
@@ -155,22 +189,22 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		return 1
 	}
 	if kind == "veth" {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d veth pairs (%d devices)", len(units), req.Count))
+		res.Notes = append(res.Notes, fmt.Sprintf("%d veth pairs (%d devices)", total, req.Count))
 	}
-	lat := make([]int64, len(units))
-	ok := make([]bool, len(units))
+	lat := make([]int64, total)
+	ok := make([]bool, total)
 	var firstErr error
 	requests := 0
 	measureFrom, measured := -1, false // the memory measurement's first unit; done
 	var m msg
 	start := time.Now()
 	probe := kind == "dummy" // the first request finds out whether dummy exists
-	for i := 0; i < len(units) && firstErr == nil; {
+	for i := 0; i < total && firstErr == nil; {
 		if err := ctx.Err(); err != nil {
 			firstErr = err
 			break
 		}
-		end := min(i+window, len(units))
+		end := min(i+window, total)
 		if probe {
 			end = i + 1
 		} else if measureFrom < 0 && !b.o.NoMemoryCheck {
@@ -184,8 +218,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		// lock inside the kernel. Its goroutine writes only w, which is
 		// merged once it has finished.
 		w := addWindow{lat: make([]int64, end-i), ok: make([]bool, end-i), errAt: -1}
+		units := src.units(end - i)
 		err := b.bounded(ackTimeout+time.Second, "create links", func() error {
-			return b.createWindow(&w, &m, kind, units[i:end], group, ackTimeout)
+			return b.createWindow(&w, &m, kind, units, group, ackTimeout)
 		})
 		if err != nil {
 			requests += end - i
@@ -213,7 +248,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 				b.notef(res, "this kernel has no dummy link type; using ifb (choose with --kind)")
 				firstErr = nil
 				// Nothing was created: name the devices anew for ifb.
-				if units, err = b.plan(req.Template, kind, links, req.Count); err != nil {
+				if src, err = b.plan(req.Template, kind, links, req.Count); err != nil {
 					return nil, err
 				}
 				continue
@@ -222,7 +257,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 			continue
 		}
 		i = end
-		if firstErr != nil || measureFrom < 0 || i >= len(units) {
+		if firstErr != nil || measureFrom < 0 || i >= total {
 			continue
 		}
 		now, err := readMeminfo()
@@ -232,12 +267,12 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		}
 		if !measured {
 			measured = true
-			e := estimate(mem, now, countOK(ok[measureFrom:i]), len(units)-i)
+			e := estimate(mem, now, countOK(ok[measureFrom:i]), total-i)
 			if e.perUnit > 0 {
 				res.Counters = map[string]int64{"kernel_bytes_per_device": int64(e.perUnit) / int64(perUnit())}
 			}
 			if e.need > now.usable() {
-				return b.refuseMemory(res, req.Count, kind, group, e, perUnit(), countOK(ok))
+				return b.refuseMemory(res, start, req.Count, kind, group, e, perUnit(), countOK(ok))
 			}
 			continue
 		}
@@ -248,13 +283,16 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	}
 	res.WallNS = int64(time.Since(start))
 	var okLat []int64
-	for j := range units {
+	for j := range total {
 		if ok[j] {
 			res.Count += perUnit()
 			okLat = append(okLat, lat[j])
 		}
 	}
 	res.Latency = ndst.Summarize(okLat)
+	if res.Count > 0 {
+		b.made = true
+	}
 	if res.Counters == nil {
 		res.Counters = map[string]int64{}
 	}
@@ -275,9 +313,10 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 // refuseMemory undoes an add whose first window showed that the rest would
 // not fit: it deletes the window's links (the add's own group) and fails
 // with the estimate.
-func (b *Backend) refuseMemory(res *ndst.Result, count int, kind string, group uint32, e memEstimate, perUnit, madeUnits int) (*ndst.Result, error) {
+func (b *Backend) refuseMemory(res *ndst.Result, start time.Time, count int, kind string, group uint32, e memEstimate, perUnit, madeUnits int) (*ndst.Result, error) {
 	made := madeUnits * perUnit
 	total := e.perUnit * float64(count/perUnit)
+	res.WallNS = int64(time.Since(start))
 	why := fmt.Sprintf("add %d %s devices would need about %s of kernel memory (%s per device, measured on the first %d created); %s is available (MemAvailable %s less %s kept for the system)",
 		count, kind, humanBytes(total), humanBytes(e.perUnit/float64(perUnit)), e.units*perUnit,
 		humanBytes(float64(e.now.usable())), humanBytes(float64(e.now.avail)), humanBytes(float64(e.now.reserve())))
@@ -288,6 +327,7 @@ func (b *Backend) refuseMemory(res *ndst.Result, count int, kind string, group u
 	err := b.bounded(timeout+time.Second, "delete group", func() error { return b.c.request(&m, seq, timeout) })
 	if err != nil {
 		res.Count = made
+		b.made = true
 		return fail(res, fmt.Errorf("%s; refused, but deleting the %d devices made to measure failed: %w (ndst del or reset removes them)", why, made, err))
 	}
 	res.Count = 0

@@ -47,6 +47,8 @@ type Backend struct {
 	probeOnce sync.Once
 
 	mu sync.Mutex
+	// made is set once an add created a link (Close keeps the namespace).
+	made bool
 	// noDummy is set once the kernel refused kind dummy.
 	noDummy bool
 	// broken is set when a kernel request outlived its timeout: its
@@ -186,10 +188,16 @@ func (b *Backend) beginChange(ctx context.Context, op string) (func(), error) {
 	return unlock, nil
 }
 
-// Close implements ndst.Backend.
+// Close implements ndst.Backend. A namespace that Open created and in
+// which nothing was ever created (the add was refused, or failed before its
+// first link) is removed again, so that such a command leaves nothing
+// behind: only when its lock is free at once and it holds no device but lo.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.created && !b.made && b.broken == nil && b.c != nil {
+		b.removeIfUnused()
+	}
 	// After a timeout a goroutine may still be inside the kernel with one
 	// of the sockets; closing it would wait for that goroutine. The
 	// sockets then go with the process.
@@ -205,6 +213,26 @@ func (b *Backend) Close() error {
 		b.ns = netns.None()
 	}
 	return nil
+}
+
+// removeIfUnused removes the namespace when nothing holds its lock and its
+// only device is lo.
+func (b *Backend) removeIfUnused() {
+	unlock, err := lockNetns(context.Background(), int(b.ns), b.o.Netns, 0)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	if b.vanished() {
+		return
+	}
+	links, err := b.dump()
+	if err != nil || len(links) > 1 || (len(links) == 1 && links[0].Kind != "loopback") {
+		return
+	}
+	if err := removeNetns(b.o.Netns); err == nil {
+		b.log.Debug("removed the unused network namespace it created", zap.String("netns", b.o.Netns))
+	}
 }
 
 // ready returns an error when the backend cannot take requests.

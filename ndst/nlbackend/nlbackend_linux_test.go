@@ -654,3 +654,28 @@ func TestNotRoot(t *testing.T) {
 		removeNetns(name)
 	}
 }
+
+// TestUnusedNamespaceRemoved: a namespace that Open created for an add
+// that then created nothing (refused input) is removed at Close; one that
+// got devices stays.
+func TestUnusedNamespaceRemoved(t *testing.T) {
+	skipUnlessRoot(t)
+	name := freshNS(t)
+	b, err := Open(context.Background(), Options{Netns: name, Kind: "veth", KindExplicit: true})
+	if err != nil || !b.Created() {
+		t.Fatalf("Open(%s) = %v, created %v; want it created", name, err, b != nil && b.Created())
+	}
+	if _, err := b.Add(context.Background(), ndst.AddRequest{Count: 3}); !ndst.IsUsage(err) {
+		t.Errorf("Add(3 veth) = %v, want a usage error", err)
+	}
+	b.Close()
+	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
+		t.Errorf("after a refused add, %s exists (stat %v); want the namespace Open made removed", nsPath(name), err)
+	}
+	b = openFresh(t, Options{Netns: name, Kind: "ifb", KindExplicit: true})
+	mustAdd(t, b, ndst.AddRequest{Count: 1})
+	b.Close()
+	if _, err := os.Stat(nsPath(name)); err != nil {
+		t.Errorf("after an add that created a device, stat %s = %v; want it kept", nsPath(name), err)
+	}
+}
