@@ -20,7 +20,8 @@ import (
 // emuFlags are the global settings of the emulated kernel.
 var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog"}
 
-// netlinkFlags are the global settings of the real-kernel backend.
+// netlinkFlags are the global settings of the real-kernel backends
+// (netlink, and module for --netns and the root-namespace flag).
 var netlinkFlags = []string{"netns", "kind", "i-really-mean-the-root-namespace", "no-memory-check"}
 
 // benchSimFlags are bench's own list flags that only emulated cells use.
@@ -67,12 +68,24 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 	}
 	switch cmd.Name() {
 	case "add", "del", "list", "reset":
-		if g.backend == "netlink" {
+		switch g.backend {
+		case "netlink":
 			return refuse(setFlags(cmd, emuFlags),
 				"--backend netlink runs this host's kernel as it is, not the emulated kernel")
+		case "module":
+			if cmd.Name() == "reset" {
+				return ndst.Usagef("reset does not apply to --backend module: the module's devices are removed with " +
+					"'ndst --backend module del START STOP' (deleting their namespace would move them to the host's)")
+			}
+			if err := refuse(setFlags(cmd, emuFlags),
+				"--backend module runs this host's kernel as it is, not the emulated kernel"); err != nil {
+				return err
+			}
+			return refuse(setFlags(cmd, []string{"kind", "no-memory-check"}),
+				"the module makes devices of its own kind, and only the netlink backend estimates kernel memory")
 		}
 		return refuse(setFlags(cmd, netlinkFlags),
-			"--backend sim (the default) runs the emulated kernel, not the netlink backend")
+			"--backend sim (the default) runs the emulated kernel, not the real kernel")
 	case "costs":
 		if err := refuse(setFlags(cmd, []string{"backend"}), "costs prints the emulated kernel's cost table; it uses no backend"); err != nil {
 			return err

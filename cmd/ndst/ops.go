@@ -147,8 +147,11 @@ func (g *globalOptions) timed(creates bool, what string, op func(context.Context
 
 // where names the backend for progress lines.
 func (g *globalOptions) where() string {
-	if g.backend == "netlink" {
+	switch g.backend {
+	case "netlink":
 		return "on the real kernel (namespace " + g.netns + ")"
+	case "module":
+		return "through the ndst kernel module (namespace " + g.netns + ")"
 	}
 	return "on the emulated kernel"
 }

@@ -36,7 +36,7 @@ func writeJSON(w io.Writer, v any) error {
 // (v.counters, v.kernelLog); a kernel log that is not shown is mentioned.
 func writeResultText(w io.Writer, r *ndst.Result, v textDetail) error {
 	var b strings.Builder
-	where := "on the real kernel (--backend netlink)"
+	where := "on the real kernel (--backend " + r.Backend + ")"
 	if r.Backend == "sim" {
 		where = "on the emulated kernel (--backend sim)"
 	}
