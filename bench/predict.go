@@ -9,19 +9,18 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/netdev"
 	"github.com/ndst-project/ndst/safefile"
 )
 
-// PredictProfile is the emulated profile a prediction runs: the modern
-// kernel, with its own wait strategy.
-const PredictProfile = "6.18"
-
 // PredictSpec is a prediction check: the same add and delete on the real
-// kernel and on the emulated 6.18 profile loaded with the host's
+// kernel and on the emulated kernel of the host's line (the one the
+// calibration chose and closed on: --profile auto) loaded with the host's
 // calibration. The calibration never includes one-by-one deletes, nor
 // batched deletes of more than a few hundred devices; nothing here is
 // fitted to the deletes being predicted.
@@ -76,6 +75,7 @@ type Line struct {
 // Prediction is the outcome of Predict.
 type Prediction struct {
 	Profile  string `json:"profile"`
+	RCU      string `json:"rcu,omitempty"`
 	Strategy string `json:"strategy"`
 	HZ       int    `json:"hz"`
 	CPUs     int    `json:"cpus"`
@@ -100,25 +100,29 @@ type Prediction struct {
 // within.
 const PredictThreshold = 0.20
 
-// emuForHost is the emulated kernel configured as the host of t.
+// emuForHost is the emulated kernel configured as the host of t: the line,
+// RCU, HZ, CPUs and preemption model its calibration recorded. A table from
+// before lines were recorded gets the line of its kernel release.
 func emuForHost(t *costs.Table, seed uint64) (emu.Config, error) {
 	h := t.Host
 	if h == nil || h.HZ == 0 || h.CPUs == 0 {
 		return emu.Config{}, ndst.Usagef("cost table %q has no host section with HZ and CPUs; write one with 'ndst calibrate -o FILE'", t.Source)
 	}
-	pre := h.Preempt
-	switch pre {
-	case "", "none", "voluntary", "full":
-	case "lazy", "rt":
-		pre = "full"
-	default:
-		return emu.Config{}, ndst.Usagef("cost table %q: unknown preemption model %q", t.Source, h.Preempt)
+	if h.Profile == "" {
+		line, _, err := netdev.ProfileForRelease(h.Kernel)
+		if err != nil {
+			return emu.Config{}, ndst.Usagef("cost table %q: %v", t.Source, err)
+		}
+		hc := *h
+		hc.Profile = line
+		t = &costs.Table{Source: t.Source, Notes: t.Notes, Costs: t.Costs, Host: &hc, Extra: t.Extra}
 	}
-	if pre == "" {
-		pre = "none"
+	c, err := calibrate.HostModel(t)
+	if err != nil {
+		return c, ndst.Usagef("cost table %q: %v", t.Source, err)
 	}
-	return emu.Config{Profile: PredictProfile, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Seed: seed,
-		Costs: t, Ephemeral: true}, nil
+	c.Seed = seed
+	return c, nil
 }
 
 // Check validates the spec without running anything.
@@ -157,7 +161,7 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 		s.Template, _ = ndst.ParseTemplate(ndst.DefaultTemplate)
 	}
 	base, _ := emuForHost(s.Costs, s.Seed)
-	p := &Prediction{Profile: PredictProfile, HZ: base.HZ, CPUs: base.CPUs, Preempt: base.Preempt,
+	p := &Prediction{Profile: base.Profile, RCU: base.RCU, HZ: base.HZ, CPUs: base.CPUs, Preempt: base.Preempt,
 		Costs: s.Costs.Source, Kernel: s.Costs.Host.Kernel}
 	rows := map[key]*PredictRow{}
 	var order []key
@@ -319,8 +323,8 @@ func fitLine(xs, ys []float64) Line {
 // WriteTable prints the comparison.
 func (p *Prediction) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "predicted: emulated %s profile, strategy %s, HZ=%d, %d CPU(s), preempt %s, costs %s\n",
-		p.Profile, p.Strategy, p.HZ, p.CPUs, p.Preempt, p.Costs)
+	fmt.Fprintf(&b, "predicted: emulated kernel line %s (%s RCU), strategy %s, HZ=%d, %d CPU(s), preempt %s, costs %s\n",
+		p.Profile, p.RCU, p.Strategy, p.HZ, p.CPUs, p.Preempt, p.Costs)
 	kernel := p.Kernel
 	if kernel == "" {
 		kernel = "this host's kernel"

@@ -36,21 +36,21 @@ func hostTable(h *costs.Host) *costs.Table {
 }
 
 func TestPredictCheck(t *testing.T) {
-	ok := hostTable(&costs.Host{HZ: 250, CPUs: 2, Preempt: "none"})
+	ok := hostTable(&costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "none"})
 	tests := []struct {
 		name string
 		spec PredictSpec
 		want string
 	}{
 		{"ok", PredictSpec{Counts: []int{10}, Runs: 1, SimRuns: 1, Costs: ok}, ""},
-		{"lazy is full", PredictSpec{Counts: []int{10}, Runs: 1, SimRuns: 1, Costs: hostTable(&costs.Host{HZ: 250, CPUs: 2, Preempt: "lazy"})}, ""},
+		{"lazy is full", PredictSpec{Counts: []int{10}, Runs: 1, SimRuns: 1, Costs: hostTable(&costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "lazy"})}, ""},
 		{"no host", PredictSpec{Counts: []int{10}, Runs: 1, SimRuns: 1, Costs: hostTable(nil)}, "no host section"},
 		{"no costs", PredictSpec{Counts: []int{10}, Runs: 1, SimRuns: 1}, "no cost table"},
 		{"empty", PredictSpec{Runs: 1, SimRuns: 1, Costs: ok}, "empty list"},
 		{"range", PredictSpec{Counts: []int{0}, Runs: 1, SimRuns: 1, Costs: ok}, "out of range"},
 		{"dup", PredictSpec{Counts: []int{7, 7}, Runs: 1, SimRuns: 1, Costs: ok}, "listed twice"},
 		{"runs", PredictSpec{Counts: []int{7}, Runs: 0, SimRuns: 1, Costs: ok}, "--runs"},
-		{"preempt", PredictSpec{Counts: []int{7}, Runs: 1, SimRuns: 1, Costs: hostTable(&costs.Host{HZ: 250, CPUs: 2, Preempt: "odd"})}, "unknown preemption model"},
+		{"preempt", PredictSpec{Counts: []int{7}, Runs: 1, SimRuns: 1, Costs: hostTable(&costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "odd"})}, "unknown preemption model"},
 	}
 	for _, tc := range tests {
 		err := tc.spec.Check()
@@ -73,7 +73,7 @@ func TestPredictOnHost(t *testing.T) {
 	ns := fmt.Sprintf("ndst-ptest-%d", os.Getpid())
 	t.Cleanup(func() { _ = nlbackend.Reset(context.Background(), nlbackend.Options{Netns: ns}) })
 	s := &PredictSpec{Counts: []int{4, 8}, Runs: 1, SimRuns: 2, Seed: 1,
-		Costs:   hostTable(&costs.Host{HZ: 250, CPUs: 2, Preempt: "none"}),
+		Costs:   hostTable(&costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "none"}),
 		Netlink: nlbackend.Options{Netns: ns, Kind: "ifb"}}
 	p, err := Predict(context.Background(), s)
 	if err != nil {

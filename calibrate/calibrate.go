@@ -148,6 +148,18 @@ type Report struct {
 	CPUSlopeNS     int64 `json:"batch_delete_cpu_per_device_ns"`
 	CPUInterceptNS int64 `json:"batch_delete_cpu_fixed_ns"`
 
+	// Profile is the kernel line that models the host (ProfileWhy says
+	// why) and RCU its RCU implementation: the emulated kernel the table
+	// is fitted to and closed on.
+	Profile    string `json:"profile"`
+	ProfileWhy string `json:"profile_why"`
+	RCU        string `json:"rcu"`
+	// Closure compares every calibration run with the emulated kernel
+	// loaded with the table; FitIterations is how many emulated passes
+	// the fit took.
+	Closure       []ClosurePoint `json:"closure"`
+	FitIterations int            `json:"fit_iterations"`
+
 	Table *costs.Table `json:"table"`
 	// Path is where the table was written, if anywhere.
 	Path string `json:"path,omitempty"`
@@ -278,11 +290,11 @@ func (r *Report) buildTable(now time.Time) {
 	batch := min(r.CPUInterceptNS, r.InterceptNS)
 	t := &costs.Table{
 		Source: fmt.Sprintf("calibrate:%s:%s", r.Host.Kernel, now.UTC().Format("2006-01-02T15:04:05Z")),
-		Notes: "measured by ndst calibrate: syscall = rejected netlink request; register = create - syscall; " +
-			"unregister+free = slope of batched deletes (" + fmt.Sprint(r.Batches[0].Devices) + " and " +
-			fmt.Sprint(r.Batches[len(r.Batches)-1].Devices) + " devices), split as in the built-in table; " +
-			"unregister_batch = intercept of the sending thread's CPU time (at most the wall intercept); " +
-			"other operations keep their built-in costs",
+		Notes: "measured by ndst calibrate: syscall = rejected netlink request; register, unregister+free " +
+			"(split as in the built-in table) and unregister_batch are solved so that the emulated kernel of line " +
+			r.Profile + " (" + r.RCU + " RCU) reproduces the measured per-device create time and the batched deletes of " +
+			fmt.Sprint(r.Batches[0].Devices) + " and " + fmt.Sprint(r.Batches[len(r.Batches)-1].Devices) +
+			" devices (closure; unregister_batch is never negative); other operations keep their built-in costs",
 		Costs: map[costs.Op]int64{
 			costs.Syscall:         r.RoundTripNS,
 			costs.Register:        reg,
@@ -290,7 +302,8 @@ func (r *Report) buildTable(now time.Time) {
 			costs.Free:            free,
 			costs.UnregisterBatch: batch,
 		},
-		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: simPreempt(r.Host.Preempt), GPLatency: r.GP},
+		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: r.Host.Preempt,
+			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP},
 		Extra: map[string]int64{
 			"create_per_device_ns":           r.CreateNS,
 			"netlink_round_trip_ns":          r.RoundTripNS,
@@ -361,6 +374,22 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, " (medians of %d) -> %s per device + %s per batch\n", len(r.Batches[0].RunsNS), dur(r.SlopeNS), dur(r.InterceptNS))
 	fmt.Fprintf(&b, "  of which CPU:  %s per device + %s per batch (the rest is waiting, which the emulated kernel models)\n",
 		dur(r.CPUSlopeNS), dur(r.CPUInterceptNS))
+	if r.Profile != "" {
+		fmt.Fprintf(&b, "emulated as:     line %s, %s RCU (%s)\n", r.Profile, r.RCU, r.ProfileWhy)
+	}
+	if len(r.Closure) > 0 {
+		b.WriteString("closure:        ")
+		for i, p := range r.Closure {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %s %d: measured %s, emulated %s (%+.1f%%)", p.What, p.Devices, dur(p.MeasuredNS), dur(p.EmulatedNS), 100*p.Error)
+		}
+		b.WriteString("\n")
+		if ok, worst := r.Closed(); !ok {
+			fmt.Fprintf(&b, "warning: the emulated kernel misses a calibration run by %.1f%% (more than %.0f%%): its waits do not match this host's; predictions from this table are not trustworthy\n", 100*worst, 100*ClosureLimit)
+		}
+	}
 	if r.Table != nil {
 		b.WriteString("cost table (ns):")
 		for _, op := range []costs.Op{costs.Register, costs.Unregister, costs.Free, costs.UnregisterBatch, costs.Syscall} {

@@ -143,8 +143,8 @@ func TestBuildTable(t *testing.T) {
 	if err := tb.Validate(); err != nil {
 		t.Errorf("buildTable() table Validate() = %v", err)
 	}
-	if h := tb.Host; h == nil || h.HZ != 250 || h.CPUs != 2 || h.Preempt != "full" || h.GPLatency == nil || h.Kernel != "6.18.0-test" {
-		t.Errorf("buildTable() host = %+v, want HZ 250, 2 CPUs, preempt full (lazy mapped), GP latency, kernel", h)
+	if h := tb.Host; h == nil || h.HZ != 250 || h.CPUs != 2 || h.Preempt != "lazy" || h.GPLatency == nil || h.Kernel != "6.18.0-test" {
+		t.Errorf("buildTable() host = %+v, want HZ 250, 2 CPUs, the kernel's own preemption word, GP latency, kernel", h)
 	}
 	if tb.Extra["batch_delete_300_ns"] != 43_000_000 || tb.Extra["tick_alignment_permille"] != 970 {
 		t.Errorf("buildTable() extra = %v, want the raw figures", tb.Extra)

@@ -72,7 +72,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.measureNetlink(ctx, b, o); err != nil {
 		return nil, err
 	}
+	if err := r.chooseLine(); err != nil {
+		return nil, err
+	}
 	r.buildTable(time.Now())
+	progress("fitting the emulated kernel to the runs (closure)")
+	if err := r.fit(ctx); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -82,6 +82,10 @@ type Host struct {
 	HZ      int    `json:"hz,omitempty"`
 	CPUs    int    `json:"cpus,omitempty"`
 	Preempt string `json:"preempt,omitempty"`
+	// Profile and RCU are the kernel line and RCU implementation that
+	// model the host (chosen from Kernel and its configuration).
+	Profile string `json:"profile,omitempty"`
+	RCU     string `json:"rcu,omitempty"`
 	// GP latency of synchronize_rcu as seen through membarrier, in ns.
 	GPLatency *Distribution `json:"gp_latency,omitempty"`
 }

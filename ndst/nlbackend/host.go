@@ -23,6 +23,9 @@ type HostFacts struct {
 	// none, voluntary, full, lazy or rt.
 	Preempt       string `json:"preempt,omitempty"`
 	PreemptSource string `json:"preempt_source,omitempty"`
+	// PreemptRCU is CONFIG_PREEMPT_RCU: preemptible RCU, whatever model
+	// the kernel booted with.
+	PreemptRCU bool `json:"preempt_rcu,omitempty"`
 }
 
 // Host probing reads these files; tests point them elsewhere.
@@ -56,6 +59,7 @@ func ProbeHost() HostFacts {
 		}
 	}
 	h.Preempt, h.PreemptSource = probePreempt(cfg, cfgSource)
+	h.PreemptRCU = cfg["CONFIG_PREEMPT_RCU"] == "y"
 	return h
 }
 

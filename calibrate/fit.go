@@ -1,0 +1,217 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ifname"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/emu"
+	"github.com/ndst-project/ndst/netdev"
+)
+
+// Closure: the cost table a calibration writes must make the emulated kernel
+// of the host's line reproduce the calibration's own runs (the creates and
+// the two batched deletes). fit solves for the three per-operation costs the
+// runs determine, by running the emulated kernel itself, so every wait the
+// model has (grace periods, the barrier, the timer wheel) is accounted for by
+// the mechanism and only the CPU work is fitted:
+//
+//	register           so that the emulated per-device create time is the measured one
+//	unregister + free  so that the emulated per-device slope of batched deletes is the
+//	                   measured one (split in the built-in table's proportion)
+//	unregister_batch   so that the emulated fixed part is the measured one; it cannot be
+//	                   negative: if the model's own waits already exceed the measured fixed
+//	                   time, it stays 0 and the closure error says by how much
+//
+// Every other operation keeps its built-in cost. The closure errors are
+// printed and recorded; a calibration that does not close within
+// ClosureLimit says so.
+
+// ClosureLimit is the relative error within which the emulated kernel must
+// reproduce the calibration's runs.
+const ClosureLimit = 0.05
+
+// ClosurePoint is one calibration run, measured and emulated.
+type ClosurePoint struct {
+	What       string  `json:"what"` // "create" or "batched delete"
+	Devices    int     `json:"devices"`
+	MeasuredNS int64   `json:"measured_ns"`
+	EmulatedNS int64   `json:"emulated_ns"`
+	Error      float64 `json:"relative_error"`
+}
+
+// closureSeeds is how many seeds each emulated run is the median of.
+const closureSeeds = 5
+
+// hostModel is the emulated kernel configured as the calibrated host.
+func hostModel(h *costs.Host) (emu.Config, error) {
+	if h == nil || h.Profile == "" || h.HZ == 0 || h.CPUs == 0 {
+		return emu.Config{}, fmt.Errorf("the cost table has no host section with a kernel line, HZ and CPUs")
+	}
+	pre := h.Preempt
+	switch pre {
+	case "", "none", "voluntary", "full":
+	case "lazy", "rt":
+		pre = "full"
+	default:
+		return emu.Config{}, fmt.Errorf("unknown preemption model %q", h.Preempt)
+	}
+	if pre == "" {
+		pre = "none"
+	}
+	return emu.Config{Profile: h.Profile, RCU: h.RCU, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Ephemeral: true}, nil
+}
+
+// HostModel is the emulated kernel configured as the host a cost table was
+// calibrated on, with that table.
+func HostModel(t *costs.Table) (emu.Config, error) {
+	c, err := hostModel(t.Host)
+	c.Costs = t
+	return c, err
+}
+
+// emulated runs the calibration's runs on the emulated kernel with table t:
+// the median per-device create time of the largest run and the median
+// batched delete time of each size.
+func emulated(ctx context.Context, base emu.Config, t *costs.Table, sizes []int) (create int64, dels []int64, err error) {
+	tmpl, _ := ifname.ParseTemplate("cal%d")
+	dels = make([]int64, len(sizes))
+	for i, n := range sizes {
+		var runs, creates []int64
+		for seed := uint64(1); seed <= closureSeeds; seed++ {
+			c := base
+			c.Costs, c.Seed = t, seed
+			b, err := emu.Open(ctx, c)
+			if err != nil {
+				return 0, nil, err
+			}
+			a, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl})
+			if err != nil {
+				return 0, nil, err
+			}
+			d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
+			b.Close()
+			if err != nil {
+				return 0, nil, err
+			}
+			runs = append(runs, *d.VirtualNS)
+			creates = append(creates, a.Latency.MedianNS)
+		}
+		dels[i] = median(runs)
+		if i == len(sizes)-1 {
+			create = median(creates)
+		}
+	}
+	return create, dels, nil
+}
+
+// fit solves for register, unregister, free and unregister_batch (see
+// above) and records the closure of the result.
+func (r *Report) fit(ctx context.Context) error {
+	base, err := hostModel(r.Table.Host)
+	if err != nil {
+		return err
+	}
+	sizes := make([]int, len(r.Batches))
+	for i, b := range r.Batches {
+		sizes[i] = b.Devices
+	}
+	n0, n1 := float64(sizes[0]), float64(sizes[len(sizes)-1])
+	t := r.Table
+	def := costs.Default()
+	du, df := def.Costs[costs.Unregister], def.Costs[costs.Free]
+	for iter := 1; iter <= 20; iter++ {
+		create, dels, err := emulated(ctx, base, t, sizes)
+		if err != nil {
+			return fmt.Errorf("calibrate: closure: %w", err)
+		}
+		r.FitIterations = iter
+		slope := float64(dels[len(dels)-1]-dels[0]) / (n1 - n0)
+		icpt := float64(dels[0]) - n0*slope
+		dSlope := float64(r.SlopeNS) - slope
+		dIcpt := float64(r.InterceptNS) - icpt
+		dCreate := float64(r.CreateNS - create)
+		per := t.Costs[costs.Unregister] + t.Costs[costs.Free] + int64(math.Round(dSlope))
+		per = max(per, 0)
+		t.Costs[costs.Free] = per * df / (du + df)
+		t.Costs[costs.Unregister] = per - t.Costs[costs.Free]
+		t.Costs[costs.UnregisterBatch] = max(0, t.Costs[costs.UnregisterBatch]+int64(math.Round(dIcpt)))
+		t.Costs[costs.Register] = max(0, t.Costs[costs.Register]+int64(math.Round(dCreate)))
+		if math.Abs(dSlope) < 0.002*float64(r.SlopeNS)+100 && math.Abs(dCreate) < 0.002*float64(r.CreateNS)+100 &&
+			(math.Abs(dIcpt) < 0.002*float64(r.InterceptNS)+1000 || t.Costs[costs.UnregisterBatch] == 0 && dIcpt < 0) {
+			break
+		}
+	}
+	return r.closure(ctx, base, sizes)
+}
+
+// closure records how well the emulated kernel with the final table
+// reproduces each calibration run.
+func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) error {
+	create, dels, err := emulated(ctx, base, r.Table, sizes)
+	if err != nil {
+		return fmt.Errorf("calibrate: closure: %w", err)
+	}
+	pt := func(what string, n int, m, e int64) ClosurePoint {
+		p := ClosurePoint{What: what, Devices: n, MeasuredNS: m, EmulatedNS: e}
+		if m > 0 {
+			p.Error = float64(e-m) / float64(m)
+		}
+		return p
+	}
+	r.Closure = []ClosurePoint{pt("create", sizes[len(sizes)-1], r.CreateNS, create)}
+	for i, b := range r.Batches {
+		r.Closure = append(r.Closure, pt("batched delete", b.Devices, b.P50NS, dels[i]))
+	}
+	for _, p := range r.Closure {
+		r.Table.Extra["closure_"+slugOf(p)+"_permille"] = int64(math.Round(1000 * p.Error))
+	}
+	return nil
+}
+
+// Closed reports whether every calibration run is reproduced within
+// ClosureLimit, and the largest error.
+func (r *Report) Closed() (bool, float64) {
+	worst := 0.0
+	for _, p := range r.Closure {
+		worst = max(worst, math.Abs(p.Error))
+	}
+	return len(r.Closure) > 0 && worst <= ClosureLimit, worst
+}
+
+func slugOf(p ClosurePoint) string {
+	if p.What == "create" {
+		return "create"
+	}
+	return fmt.Sprintf("del%d", p.Devices)
+}
+
+// chooseLine picks the kernel line and RCU for the host (--profile auto).
+func (r *Report) chooseLine() error {
+	line, why, err := netdev.ProfileForRelease(r.Host.Kernel)
+	if err != nil {
+		return err
+	}
+	r.Profile, r.ProfileWhy = line, why
+	p := netdev.Profiles[line]
+	want := "tree"
+	if r.Host.PreemptRCU || r.Host.Preempt == "full" || r.Host.Preempt == "rt" || r.Host.Preempt == "lazy" {
+		want = "tree-preempt"
+	}
+	for _, c := range p.RCUs {
+		if c.Name == want {
+			r.RCU = want
+		}
+	}
+	if r.RCU == "" {
+		r.RCU = p.RCUs[0].Name
+	}
+	if !slices.Contains([]string{"none", "voluntary", "full", "lazy", "rt", ""}, r.Host.Preempt) {
+		return fmt.Errorf("calibrate: unknown preemption model %q", r.Host.Preempt)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package netdev
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ProfileForRelease picks the line that models a kernel release (as uname
+// -r prints it: "6.18.44-fc-v669", "6.1.0-57-amd64", "2.6.32-rc5"): the
+// newest line not newer than the release. It says why, or, for a release
+// older than every line, fails naming the lines.
+func ProfileForRelease(release string) (string, string, error) {
+	v, ok := parseVersion(release)
+	if !ok {
+		return "", "", fmt.Errorf("kernel release %q: no version number at its start (known lines: %s)", release, strings.Join(ProfileNames, ", "))
+	}
+	best := ""
+	for _, name := range ProfileNames {
+		lv, _ := parseVersion(name)
+		if compareVersion(lv, v) <= 0 {
+			best = name
+		}
+	}
+	if best == "" {
+		return "", "", fmt.Errorf("kernel release %q is older than every modelled line (known: %s)", release, strings.Join(ProfileNames, ", "))
+	}
+	lv, _ := parseVersion(best)
+	why := fmt.Sprintf("kernel %s is line %s", release, best)
+	if compareVersion(lv, v[:min(len(v), len(lv))]) != 0 {
+		why = fmt.Sprintf("kernel %s: %s is the newest modelled line not newer than it", release, best)
+	}
+	return best, why, nil
+}
+
+// parseVersion reads the leading dotted numbers of a release: 2.6.32 (three
+// parts for 2.6.x), 6.18 (two parts otherwise; the stable number does not
+// choose a line).
+func parseVersion(s string) ([]int, bool) {
+	var v []int
+	for _, part := range strings.SplitN(s, ".", 4) {
+		n := 0
+		digits := 0
+		for digits < len(part) && part[digits] >= '0' && part[digits] <= '9' {
+			digits++
+		}
+		if digits == 0 {
+			break
+		}
+		n, _ = strconv.Atoi(part[:digits])
+		v = append(v, n)
+		if digits < len(part) {
+			break
+		}
+	}
+	if len(v) < 2 {
+		return nil, false
+	}
+	keep := 2
+	if v[0] == 2 {
+		keep = 3
+	}
+	if len(v) > keep {
+		v = v[:keep]
+	}
+	return v, true
+}
+
+func compareVersion(a, b []int) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(a) - len(b)
+}
