@@ -73,6 +73,8 @@ type resolved struct {
 	strategy netdev.Waiter
 	preempt  sim.Preempt
 	rcu      netdev.RCUChoice
+	// autoWhy says how --profile auto chose the line ("" otherwise).
+	autoWhy string
 	names    netdev.NameAlloc
 	costs    *costs.Table
 }
@@ -80,6 +82,14 @@ type resolved struct {
 func resolve(c Config) (*resolved, error) {
 	if c.Profile == "" {
 		c.Profile = netdev.DefaultProfile
+	}
+	var autoWhy string
+	if c.Profile == "auto" {
+		line, why, err := AutoProfile(c.Costs)
+		if err != nil {
+			return nil, ndst.Usagef("%v", err)
+		}
+		c.Profile, autoWhy = line, why
 	}
 	p, err := netdev.LookupProfile(c.Profile)
 	if err != nil {
@@ -134,7 +144,7 @@ func resolve(c Config) (*resolved, error) {
 	if ct == nil {
 		ct = costs.Default()
 	}
-	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, rcu: choice, names: names, costs: ct}, nil
+	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, rcu: choice, names: names, costs: ct, autoWhy: autoWhy}, nil
 }
 
 // Backend is the emulated kernel behind the driver contract.
@@ -303,11 +313,15 @@ func (b *Backend) newResult(op string, batched bool) *ndst.Result {
 	if c.CostsPath != "" {
 		table = c.CostsPath
 	}
-	return &ndst.Result{
+	res := &ndst.Result{
 		Op: op, Backend: "sim", Strategy: &strategy, Profile: &profile,
 		HZ: &hz, CPUs: &cpus, Preempt: &preempt, Seed: &seed, RCU: &rcuName,
 		CostTable: &table, Batched: batched, Result: ndst.ResultOK,
 	}
+	if b.r.autoWhy != "" {
+		res.Notes = append(res.Notes, b.r.autoWhy)
+	}
+	return res
 }
 
 // Add implements ndst.Backend: N register_netdev calls, each under RTNL.

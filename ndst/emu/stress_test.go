@@ -9,8 +9,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/netdev"
 	"github.com/ndst-project/ndst/sim"
@@ -148,4 +150,33 @@ func stressScenario(t *testing.T, seed uint64) string {
 		log = append(log, string(j))
 	}
 	return fmt.Sprint(cfg.Profile, cfg.Strategy, log)
+}
+
+func TestAutoProfile(t *testing.T) {
+	dir := t.TempDir()
+	osRelease = dir + "/osrelease"
+	defer func() { osRelease = "/proc/sys/kernel/osrelease" }()
+	if err := os.WriteFile(osRelease, []byte("6.1.0-57-amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		table *costs.Table
+		want  string
+	}{
+		{nil, "6.1"},
+		{&costs.Table{Source: "t", Host: &costs.Host{Kernel: "5.10.0-30-amd64"}}, "5.10"},
+		{&costs.Table{Source: "t", Host: &costs.Host{Kernel: "6.18.4", Profile: "6.12"}}, "6.12"},
+	} {
+		b, err := Open(context.Background(), Config{Profile: "auto", Costs: tc.table, HZ: 250, CPUs: 1, Ephemeral: true})
+		if err != nil {
+			t.Fatalf("Open(auto, %+v) = %v", tc.table, err)
+		}
+		if got := b.r.cfg.Profile; got != tc.want {
+			t.Errorf("--profile auto with %+v = %s, want %s", tc.table, got, tc.want)
+		}
+	}
+	os.WriteFile(osRelease, []byte("2.4.37\n"), 0o644)
+	if _, err := Open(context.Background(), Config{Profile: "auto", HZ: 250, CPUs: 1, Ephemeral: true}); err == nil || !strings.Contains(err.Error(), "2.6.31") {
+		t.Errorf("--profile auto on 2.4.37 = %v, want an error naming the lines", err)
+	}
 }
