@@ -75,8 +75,8 @@ type resolved struct {
 	rcu      netdev.RCUChoice
 	// autoWhy says how --profile auto chose the line ("" otherwise).
 	autoWhy string
-	names    netdev.NameAlloc
-	costs    *costs.Table
+	names   netdev.NameAlloc
+	costs   *costs.Table
 }
 
 func resolve(c Config) (*resolved, error) {
