@@ -55,7 +55,7 @@ func ParseGuestLog(r io.Reader) (*costs.Table, *Recorded, error) {
 		case "guest":
 			rec.Source = strings.Join(f[1:], " ")
 		case "begin":
-			in, cmd = true, strings.Join(f[2:], " ")
+			in, cmd = true, strings.Join(f[min(2, len(f)):], " ") // "begin N ARGS..."; a cut line has fewer
 			out.Reset()
 		case "stderr":
 			if !in {

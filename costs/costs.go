@@ -149,18 +149,27 @@ func (t *Table) Lookup(op Op) int64 {
 const MaxFileSize = 1 << 20
 
 // Load reads a table from a JSON file (a regular file of at most MaxFileSize
-// bytes, see package safefile) and checks it.
+// bytes, see package safefile) and checks it with Parse.
 func Load(path string) (*Table, error) {
 	b, err := safefile.ReadFile(context.Background(), path, MaxFileSize, safefile.FollowLinks)
 	if err != nil {
 		return nil, fmt.Errorf("cost table: %w", err)
 	}
+	t, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("cost table %s: %v", path, err)
+	}
+	return t, nil
+}
+
+// Parse decodes a table from JSON and checks it (Validate).
+func Parse(b []byte) (*Table, error) {
 	var t Table
 	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("cost table %s: not valid JSON: %v", path, err)
+		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
 	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("cost table %s: %v", path, err)
+		return nil, err
 	}
 	return &t, nil
 }
