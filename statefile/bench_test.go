@@ -3,21 +3,8 @@ package statefile
 import (
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 )
-
-// usage returns this process's user+system CPU time and minor page faults
-// so far. The benchmarks report both per operation beside the wall time:
-// on a shared 2-core machine the wall time also counts time spent waiting
-// for a CPU, and on a virtual machine first touches of fresh memory (page
-// faults) can cost more than the decoding itself.
-func usage() (time.Duration, int64) {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
-}
 
 // loop runs op b.N times and reports CPU ms and page faults per op.
 func loop(b *testing.B, op func()) {

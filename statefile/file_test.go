@@ -47,8 +47,7 @@ func TestLoadMissing(t *testing.T) {
 }
 
 func TestSaveLoad(t *testing.T) {
-	old := syscall.Umask(0) // the most permissive umask: the mode must still be 0600
-	defer syscall.Umask(old)
+	defer setUmask(0)() // the most permissive umask: the mode must still be 0600
 	dir := filepath.Join(t.TempDir(), "new")
 	path := filepath.Join(dir, "state")
 	for _, st := range []*State{manyDevices(3), {}, manyDevices(1000)} {

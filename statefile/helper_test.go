@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -120,7 +119,8 @@ func runHelper(name string) int {
 	case "crash-save":
 		// Save a new state but die, as if killed, just before the rename.
 		beforeRename = func(string) {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			self, _ := os.FindProcess(os.Getpid())
+			self.Kill() // SIGKILL on Unix
 			time.Sleep(10 * time.Second)
 		}
 		if err := Save(path, manyDevices(500)); err != nil {
