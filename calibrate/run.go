@@ -156,7 +156,7 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 			if kind == "veth" && size%2 != 0 {
 				size++
 			}
-			a, err := b.Add(ctx, ndst.AddRequest{Count: size, Template: tmpl, Kind: kind})
+			a, err := b.Add(ctx, ndst.AddRequest{Count: size, Template: tmpl, Kind: kind, OneByOne: true}) // per-device create times
 			if err != nil {
 				return fmt.Errorf("calibrate: create %d devices: %w", size, err)
 			}

@@ -44,6 +44,12 @@ type AddRequest struct {
 	// Kind is the link kind for the netlink backend ("dummy", "ifb", "veth").
 	// The emulated backend ignores it.
 	Kind string
+	// OneByOne gives every device its own create request, each timed (a
+	// loop of "ip link add"), so that the Result has per-device latency; by
+	// default the netlink backend sends its creates in batches. The
+	// emulated backend, which registers one device at a time anyway,
+	// ignores it.
+	OneByOne bool
 }
 
 // DelRequest asks to tear down the devices with Start <= ifindex <= Stop.

@@ -16,6 +16,10 @@
 #     link show`, each a whole command from fork to exit, in alternating order
 #     with a pause before each; wall and CPU (user+sys) medians and ratios.
 #
+#  3. When perf is installed, where the time goes: CPU, context switches and
+#     page faults of start-up alone (--help, ip -V), start-up with a listing,
+#     and the create, for each tool.
+#
 # Targets: whole-process create ratio <= 1.0 and batched delete ratio <= 1.2
 # (section 2), in-process create ratio <= 1.0, batched delete ratio <= 1.2 and
 # batched delete at least 50x faster than --one-by-one (section 1). With
@@ -134,6 +138,44 @@ rounds_ms() { eval "printf '%s ' \"\${${1}_wall[@]}\"" | awk '{ for (i = 1; i <=
 echo "  (start-up: the whole of \`ndst list\` and \`ip link show\` on a namespace holding only lo)"
 echo "  rounds, wall ms: ndst add $(rounds_ms ndadd)| ip add $(rounds_ms ipadd)"
 echo "                   ndst del $(rounds_ms nddel)| ip del $(rounds_ms ipdel)"
+
+if command -v perf >/dev/null 2>&1; then
+	echo
+	echo "== 3. where the time goes: perf stat, median of 3 (CPU in ms; context switches; page faults)"
+	# pstat NAME CMD...: appends "task-clock cs faults" of one run to NAME_p.
+	pstat() {
+		local name=$1
+		shift
+		sleep "$settle"
+		perf stat -x, -o "$tmp/perf" -e task-clock,context-switches,page-faults -- "$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+		eval "${name}_p+=(\"$(awk -F, '$3 ~ /task-clock/ { c = $1 } $3 ~ /context-switches/ { s = $1 } $3 ~ /page-faults/ { f = $1 } END { print c, s, f }' "$tmp/perf")\")"
+	}
+	declare -a ndhelp_p iphelp_p ndlist_p iplist_p ndmk_p ipmk_p
+	for ((r = 0; r < 3; r++)); do
+		pstat ndhelp "$tmp/ndst" --help
+		pstat iphelp ip -V
+		pstat ndlist "$tmp/ndst" --backend netlink --netns "$nsA" list
+		pstat iplist ip -n "$nsB" link show
+		pstat ndmk "$tmp/ndst" --backend netlink --netns "$nsA" --kind ifb --name 'nd%d' add "$n"
+		"$tmp/ndst" --backend netlink --netns "$nsA" del 1 2147483647 >/dev/null
+		pstat ipmk ip -n "$nsB" -batch "$tmp/add"
+		ip -n "$nsB" link del group 4242
+	done
+	# prow LABEL NAME: the median of each column.
+	prow() {
+		local label=$1 name=$2
+		eval "printf '%s\n' \"\${${name}_p[@]}\"" | awk -v l="$label" '
+			{ c[NR] = $1; s[NR] = $2; f[NR] = $3 }
+			function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return a[int((n + 1) / 2)] }
+			END { printf "  %-34s cpu %7.2f ms   %5d context switches   %5d page faults\n", l, med(c, NR), med(s, NR), med(f, NR) }'
+	}
+	prow "ndst --help (start-up alone)" ndhelp
+	prow "ip -V" iphelp
+	prow "ndst list (start-up + netns + dump)" ndlist
+	prow "ip -n NS link show" iplist
+	prow "ndst add $n" ndmk
+	prow "ip -batch ($n creates)" ipmk
+fi
 
 if ((missed)); then
 	echo "bench-netlink: a target was missed (see MISSED above)"

@@ -32,7 +32,8 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func newAddCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var oneByOne bool
+	cmd := &cobra.Command{
 		Use:   "add N",
 		Short: "Create N devices (the 2009 test module's echo N > /proc/sys/net/ndst/add)",
 		Args:  exactArgs(1, "one argument N, the number of devices to create"),
@@ -47,10 +48,12 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 			}
 			what := fmt.Sprintf("add: creating %d devices %s", n, g.where())
 			return g.timed(true, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
-				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.kind})
+				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.kind, OneByOne: oneByOne})
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "netlink: give every device its own timed create request (a loop of 'ip link add'), for per-device latency, instead of batches")
+	return cmd
 }
 
 func newDelCmd(g *globalOptions) *cobra.Command {

@@ -191,10 +191,15 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	if kind == "veth" {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d veth pairs (%d devices)", total, req.Count))
 	}
-	lat := make([]int64, total)
+	var lat []int64 // per unit, with OneByOne
+	if req.OneByOne {
+		lat = make([]int64, total)
+	}
 	ok := make([]bool, total)
+	res.Batched = !req.OneByOne
 	var firstErr error
-	requests := 0
+	requests, batches := 0, 0
+	var inKernel time.Duration         // time spent in the windows' sends and barriers
 	measureFrom, measured := -1, false // the memory measurement's first unit; done
 	var m msg
 	start := time.Now()
@@ -219,16 +224,21 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		// merged once it has finished.
 		w := addWindow{lat: make([]int64, end-i), ok: make([]bool, end-i), errAt: -1}
 		units := src.units(end - i)
+		t0 := time.Now()
 		err := b.bounded(ackTimeout+time.Second, "create links", func() error {
-			return b.createWindow(&w, &m, kind, units, group, ackTimeout)
+			return b.createWindow(&w, &m, kind, units, group, req.OneByOne, ackTimeout)
 		})
+		inKernel += time.Since(t0)
+		batches++
 		if err != nil {
 			requests += end - i
 			firstErr = fmt.Errorf("add: %w (the outcome of the last %d requests is unknown)", err, end-i)
 			break
 		}
 		requests += w.sent
-		copy(lat[i:end], w.lat)
+		if lat != nil {
+			copy(lat[i:end], w.lat)
+		}
 		copy(ok[i:end], w.ok)
 		firstErr = w.err
 		if w.sent < end-i && w.err == nil {
@@ -286,10 +296,14 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	for j := range total {
 		if ok[j] {
 			res.Count += perUnit()
-			okLat = append(okLat, lat[j])
+			if lat != nil {
+				okLat = append(okLat, lat[j])
+			}
 		}
 	}
-	res.Latency = ndst.Summarize(okLat)
+	if lat != nil {
+		res.Latency = ndst.Summarize(okLat)
+	}
 	if res.Count > 0 {
 		b.made = true
 	}
@@ -297,6 +311,12 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		res.Counters = map[string]int64{}
 	}
 	res.Counters["netlink_requests"] = int64(requests)
+	if !req.OneByOne {
+		res.Counters["batches"] = int64(batches)
+	}
+	if res.Count > 0 {
+		res.Counters["per_device_ns"] = int64(inKernel) / int64(res.Count)
+	}
 	if firstErr == nil && b.vanished() {
 		firstErr = b.errVanished("add")
 	}
@@ -344,24 +364,47 @@ type addWindow struct {
 	errAt int
 }
 
-// createWindow sends one RTM_NEWLINK per unit, timing each send (the kernel
-// creates the link inside it), then collects the failures (see barrier).
-func (b *Backend) createWindow(w *addWindow, m *msg, kind string, units []unit, group uint32, timeout time.Duration) error {
+// createWindow creates one window of units and collects the failures (see
+// barrier). By default the window's RTM_NEWLINKs go as one datagram: the
+// kernel creates the links one after the other inside that one send, and
+// the window is timed as a whole. With oneByOne each goes in a send of its
+// own, timed (the kernel creates the link inside it): that gives per-device
+// latency, at the cost of a system call per link (measured: about 15% more
+// CPU for 1000 ifb creates on 6.18, most of it in the kernel's create path
+// itself, which runs colder when user space runs between creates).
+func (b *Backend) createWindow(w *addWindow, m *msg, kind string, units []unit, group uint32, oneByOne bool, timeout time.Duration) error {
 	sent := make(map[uint32]int, len(units))
-	for j, u := range units {
-		m.b = m.b[:0]
-		seq := b.c.nextSeq()
-		appendNewLink(m, seq, kind, u.name, u.peer, group)
-		t0 := time.Now()
-		err := b.c.send(m.b)
-		w.lat[j] = int64(time.Since(t0))
-		if err != nil {
-			w.err, w.errAt = fmt.Errorf("send RTM_NEWLINK for %s: %w", u.name, err), j
-			break
+	if oneByOne {
+		for j, u := range units {
+			m.b = m.b[:0]
+			seq := b.c.nextSeq()
+			appendNewLink(m, seq, kind, u.name, u.peer, group)
+			t0 := time.Now()
+			err := b.c.send(m.b)
+			w.lat[j] = int64(time.Since(t0))
+			if err != nil {
+				w.err, w.errAt = fmt.Errorf("send RTM_NEWLINK for %s: %w", u.name, err), j
+				break
+			}
+			w.sent++
+			sent[seq] = j
+			w.ok[j] = true // unless the kernel reports a failure
 		}
-		w.sent++
-		sent[seq] = j
-		w.ok[j] = true // unless the kernel reports a failure
+	} else {
+		m.b = m.b[:0]
+		for j, u := range units {
+			seq := b.c.nextSeq()
+			appendNewLink(m, seq, kind, u.name, u.peer, group)
+			sent[seq] = j
+		}
+		if err := b.c.send(m.b); err != nil {
+			w.err, w.errAt = fmt.Errorf("send %d RTM_NEWLINKs: %w", len(units), err), 0
+			return nil
+		}
+		w.sent = len(units)
+		for j := range units {
+			w.ok[j] = true // unless the kernel reports a failure
+		}
 	}
 	return b.c.barrier(sent, time.Now().Add(timeout), func(j int, err error) {
 		w.ok[j] = false

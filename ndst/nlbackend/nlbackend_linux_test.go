@@ -73,8 +73,9 @@ func TestRoundTrip(t *testing.T) {
 			b := openFresh(t, Options{Kind: kind, KindExplicit: true})
 			ctx := context.Background()
 			r := mustAdd(t, b, ndst.AddRequest{Count: 6})
-			if r.Kind != kind || r.Op != "add" || r.Backend != "netlink" || r.VirtualNS != nil || r.WallNS <= 0 || r.Latency == nil {
-				t.Errorf("Add(6) = %+v, want op add, backend netlink, kind %s, no virtual time, wall time and latency", r, kind)
+			if r.Kind != kind || r.Op != "add" || r.Backend != "netlink" || r.VirtualNS != nil || r.WallNS <= 0 ||
+				!r.Batched || r.Latency != nil || r.Counters["batches"] != 1 || r.Counters["per_device_ns"] <= 0 {
+				t.Errorf("Add(6) = %+v, want op add, backend netlink, kind %s, no virtual time, wall time, one batch and its time per device", r, kind)
 			}
 			devs := mustList(t, b)
 			owned, foreign := names(devs)
@@ -152,6 +153,24 @@ func TestNamesFollowKind(t *testing.T) {
 		if owned, _ := names(mustList(t, b)); !slices.Equal(owned, []string{tt.want}) {
 			t.Errorf("NameExplicit %v, template %v: created %v, want [%s]", tt.explicit, tt.tmpl, owned, tt.want)
 		}
+	}
+}
+
+// TestAddOneByOne: every create its own timed request, with per-device
+// latency; the devices are the same as a batched add's.
+func TestAddOneByOne(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	r := mustAdd(t, b, ndst.AddRequest{Count: 5, OneByOne: true})
+	if r.Batched || r.Latency == nil || r.Latency.MinNS <= 0 || r.Latency.MaxNS > r.WallNS || r.Counters["netlink_requests"] != 5 {
+		t.Errorf("Add(5, one by one) = %+v, want 5 timed requests with latency", r)
+	}
+	if _, has := r.Counters["batches"]; has {
+		t.Errorf("Add(5, one by one) counters %v, want no batches", r.Counters)
+	}
+	owned, _ := names(mustList(t, b))
+	slices.Sort(owned)
+	if !slices.Equal(owned, []string{"ifb0", "ifb1", "ifb2", "ifb3", "ifb4"}) {
+		t.Errorf("Add(5, one by one) created %v", owned)
 	}
 }
 
