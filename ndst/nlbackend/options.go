@@ -1,15 +1,18 @@
 // Package nlbackend is the real-kernel backend of ndst: it implements
-// ndst.Backend with rtnetlink (github.com/vishvananda/netlink and its nl
-// package) inside a named network namespace of ndst's own.
+// ndst.Backend with rtnetlink inside a named network namespace of ndst's
+// own: raw requests on a socket of its own for the hot paths (rawnl_linux.go:
+// batched creates, group moves and deletes, a lean link dump) and
+// github.com/vishvananda/netlink for the one-by-one delete.
 //
 // # Namespace
 //
 // The backend works in the network namespace Options.Netns ("ndst" by
 // default), a bind mount under /run/netns like the ones `ip netns add`
-// makes; Open creates it when it is missing. All sockets are opened inside it
-// with netlink.NewHandleAt and nl.GetNetlinkSocketAt, so the process itself
-// never changes namespace; creating a namespace happens on a locked OS thread
-// that is thrown away afterwards.
+// makes; Open creates it when it is missing. Sockets are opened inside it
+// from a locked OS thread that enters the namespace and is thrown away
+// afterwards (socketAt; netlink.NewHandleAt for the library's handle, opened
+// on first use), so the process itself never changes namespace; creating a
+// namespace happens on such a thread too.
 //
 // The host's root namespace is recognised by identity, never by context: a
 // name whose namespace has the initial namespace's nsfs inode
@@ -38,9 +41,11 @@
 //   - Add creates N links named from the template with the lowest free
 //     numbers among the names present in the namespace; with no template
 //     chosen (Options.NameExplicit false and the default dummy%d asked for)
-//     the template is named after the kind created: ifb%d, veth%d. Requests
-//     are pipelined: many RTM_NEWLINK messages are written before their
-//     acknowledgements are read, and there is no extra RTM_GETLINK per link.
+//     the template is named after the kind created: ifb%d, veth%d. Creates
+//     go in windows of 256: one datagram of RTM_NEWLINKs per window (with
+//     AddRequest.OneByOne, one timed send per link), none asking for an
+//     acknowledgement, then a barrier that collects the failures; there is
+//     no extra RTM_GETLINK per link.
 //     Kind dummy falls back to ifb (with one notice) when the kernel has no
 //     dummy link type, unless the kind was given explicitly. Add bounds its
 //     kernel memory (memory_linux.go): the cost per link is measured on the
@@ -61,7 +66,7 @@
 //     OneByOne, one RTM_DELLINK per link (per pair for veth), each waited
 //     for like a loop of `ip link del`, recording per-device latency.
 //   - List dumps every device of the namespace, retrying dumps that the
-//     kernel marks interrupted (netlink.ErrDumpInterrupted) a bounded number
+//     kernel marks interrupted (NLM_F_DUMP_INTR) a bounded number
 //     of times; partial listings are never returned. The kernel does not
 //     report reference counts: Device.Refcount is unknown.
 //   - ResetNamespace deletes the devices and then the namespace, and reports
