@@ -2,9 +2,9 @@ package emu
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/ndst-project/ndst/safefile"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/netdev"
 )
@@ -27,7 +27,7 @@ func AutoProfile(t *costs.Table) (string, string, error) {
 			return line, "auto: " + why + " (the cost table's kernel)", err
 		}
 	}
-	b, err := os.ReadFile(osRelease)
+	b, err := safefile.ReadKernelFile(osRelease)
 	if err != nil {
 		return "", "", fmt.Errorf("--profile auto: no cost table names a kernel, and the running kernel's release cannot be read (%v); give --profile %s", err, strings.Join(netdev.ProfileNames, "|"))
 	}

@@ -30,6 +30,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 func main() {
@@ -65,16 +67,8 @@ func analyzeMain(args []string) int {
 	name := fs.Arg(0)
 	f := os.Stdin
 	if name != "-" {
-		st, err := os.Stat(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "teardowntrace:", err)
-			return 1
-		}
-		if !st.Mode().IsRegular() {
-			fmt.Fprintf(os.Stderr, "teardowntrace: %s is not a regular file\n", name)
-			return 1
-		}
-		f, err = os.Open(name)
+		var err error
+		f, err = safefile.Open(name, safefile.FollowLinks) // a regular file, opened without blocking
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "teardowntrace:", err)
 			return 1

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // runMain is `teardowntrace run [-marker PATH] [-stack-interval D] [-timeout D] -- CMD ARGS...`:
@@ -38,18 +40,15 @@ func runMain(args []string) int {
 	}
 	var mk *os.File
 	if *marker != "" {
-		// trace_marker never blocks; anything else the user names must be a
-		// regular file or the tracefs marker, not a FIFO we could hang on.
-		st, err := os.Stat(*marker)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "teardowntrace run:", err)
-			return 1
-		}
-		if st.Mode()&os.ModeNamedPipe != 0 || st.IsDir() {
-			fmt.Fprintf(os.Stderr, "teardowntrace run: %s is not a marker file\n", *marker)
+		// trace_marker (a regular file of tracefs) never blocks; anything
+		// else the user names must be a regular file too, never a FIFO we
+		// could hang on.
+		var err error
+		mk, err = safefile.OpenFile(*marker, os.O_WRONLY|os.O_APPEND, 0, safefile.FollowLinks)
+		if errors.Is(err, safefile.ErrNotRegular) {
+			fmt.Fprintln(os.Stderr, "teardowntrace run: not a marker file:", err)
 			return 2
 		}
-		mk, err = os.OpenFile(*marker, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "teardowntrace run:", err)
 			return 1
@@ -114,7 +113,7 @@ func sampleUntil(pid int, every time.Duration, mk *os.File, done <-chan error) e
 		if !ok {
 			continue
 		}
-		raw, err := os.ReadFile(stackPath)
+		raw, err := safefile.ReadKernelFile(stackPath)
 		if err != nil {
 			continue
 		}
@@ -131,7 +130,7 @@ func sampleUntil(pid int, every time.Duration, mk *os.File, done <-chan error) e
 
 // procState returns the one-letter state from /proc/PID/stat.
 func procState(path string) (string, bool) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadKernelFile(path)
 	if err != nil {
 		return "", false
 	}
