@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ndst-project/ndst/safefile"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // osRelease is where the running kernel's release is read.
