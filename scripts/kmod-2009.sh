@@ -49,14 +49,14 @@ steps=(
 args=()
 for s in "${steps[@]}"; do
 	((${#args[@]} == 0)) || args+=(";;")
-	args+=("cd /proc/sys/net/ndst && $s")
+	args+=("cd /proc/sys/net/ndst && { $s; } 2>&1")
 done
 timeout=$((120 + count / 20 + hold / 1000))
 set +e
 bash scripts/vm-run.sh --module --shell --cpus "$cpus" --timeout "$timeout" -- "${args[@]}" | awk '
 	/^@@ndst-vm host accel/ { sub(/^@@ndst-vm host /, ""); print "# host: " $0; next }
 	/^@@ndst-vm guest /     { sub(/^@@ndst-vm guest /, ""); print "# guest: " $0; next }
-	/^@@ndst-vm begin /     { sub(/^@@ndst-vm begin [0-9]+ cd \/proc\/sys\/net\/ndst && /, ""); print "/proc/sys/net/ndst # " $0; k = 0; next }
+	/^@@ndst-vm begin /     { sub(/^@@ndst-vm begin [0-9]+ cd \/proc\/sys\/net\/ndst && \{ /, ""); sub(/; \} 2>&1$/, ""); print "/proc/sys/net/ndst # " $0; k = 0; next }
 	/^@@ndst-vm kmsg /      { k = 1; next }
 	/^@@ndst-vm end /       { if ($4 != "exit=0") print "(exit " substr($4, 6) ")"; k = 0; next }
 	/^@@ndst-vm /           { next }

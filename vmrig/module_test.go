@@ -46,8 +46,8 @@ func needModule(t *testing.T) Config {
 var moduleSteps = []string{
 	// 1: ndst --backend module, the same contract as the other backends.
 	`ndst --backend module --json add 20 && ndst --backend module --json list && ndst --backend module --json del 1 1000 --one-by-one && ndst --backend module --json add 5`,
-	// 2: bad writes fail with EINVAL and change nothing.
-	`cd /proc/sys/net/ndst && echo 3 > add && cat last && for w in abc 0 -1 +5 99999999999 32769 '1 x%d%d' '1 2 3' '1 a/%d'; do echo "$w" > add && echo "accepted add $w"; done; for w in '5 1' '0 3' '1' 'a b' '1 2 3' '1 99999999999'; do echo "$w" > del && echo "accepted del $w"; done; cat last; wc -l < devices`,
+	// 2: bad writes fail with EINVAL and change nothing; two writers at once are serialised.
+	`cd /proc/sys/net/ndst && echo 3 > add && cat last && for w in abc 0 -1 +5 99999999999 32769 '1 x%d%d' '1 2 3' '1 a/%d'; do echo "$w" > add && echo "accepted add $w"; done; for w in '5 1' '0 3' '1' 'a b' '1 2 3' '1 99999999999'; do echo "$w" > del && echo "accepted del $w"; done; cat last; wc -l < devices; echo 30 > add & echo 30 > add & wait; wc -l < devices; cut -d' ' -f2 devices | sort -u | wc -l; cat last`,
 	// 3: a hold on a foreign device (lo) or an unknown one is ENODEV; rtnetlink can neither delete nor create the module's devices.
 	`cd /proc/sys/net/ndst && echo 1 1000 > hold; echo 99999 1000 > hold; i=$(head -n 1 devices | cut -d' ' -f1); n=$(head -n 1 devices | cut -d' ' -f2); ip link del "$n"; ip link add foo type ndst; grep -c . devices`,
 	// 4: a held reference makes del wait, and the kernel says so.
@@ -136,8 +136,11 @@ func TestVMModule(t *testing.T) {
 		t.Errorf("step 2: the module accepted malformed writes:\n%s", c.Stdout)
 	}
 	lines := strings.Split(strings.TrimSpace(c.Stdout), "\n")
-	if len(lines) != 3 || lines[0] != lines[1] || !strings.Contains(lines[0], "op=add count=3 ") || lines[2] != "3" {
+	if len(lines) != 6 || lines[0] != lines[1] || !strings.Contains(lines[0], "seq=1 op=add count=3 ") || lines[2] != "3" {
 		t.Errorf("step 2: last before/after and device count = %q; want the same add of 3 twice, then 3", lines)
+	}
+	if len(lines) == 6 && (lines[3] != "63" || lines[4] != "63" || !strings.HasPrefix(lines[5], "seq=3 op=add count=30 ")) {
+		t.Errorf("step 2: after two concurrent adds of 30: %q; want 63 devices with 63 names, and operation 3 an add of 30", lines[3:])
 	}
 	if n := strings.Count(c.Stderr, "Invalid argument"); n != 15 {
 		t.Errorf("step 2: %d writes failed with EINVAL, want 15; stderr %q", n, c.Stderr)
@@ -151,8 +154,8 @@ func TestVMModule(t *testing.T) {
 	if n := strings.Count(c.Stderr, "Operation not supported"); n != 2 {
 		t.Errorf("step 3: rtnetlink refused %d of del and add type ndst, want 2; stderr %q", n, c.Stderr)
 	}
-	if strings.TrimSpace(c.Stdout) != "3" {
-		t.Errorf("step 3: %q module devices after ip link del, want 3", c.Stdout)
+	if strings.TrimSpace(c.Stdout) != "63" {
+		t.Errorf("step 3: %q module devices after ip link del, want 63", c.Stdout)
 	}
 
 	// 4: the held reference.
@@ -195,7 +198,7 @@ func TestVMModule(t *testing.T) {
 	if s, _ := strconv.ParseFloat(m[1], 64); s > 10 {
 		t.Errorf("step 6: rmmod took %s s with a 60 s hold pending, want the hold released first (< 10 s)", m[1])
 	}
-	if !strings.Contains(c.Stdout, "No such file or directory") || strings.Contains(c.Stdout, "ndst") && !strings.Contains(c.Stdout, "/proc/sys/net/ndst") {
+	if out := strings.Split(strings.TrimSpace(c.Stdout), "\n"); !strings.Contains(c.Stdout, "/proc/sys/net/ndst: No such file or directory") || out[len(out)-1] != "lo" {
 		t.Errorf("step 6: after rmmod, /proc/sys/net/ndst or a module device is still there: %q", c.Stdout)
 	}
 	unloaded := false
