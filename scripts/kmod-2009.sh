@@ -36,6 +36,7 @@ last=$((count + 1))
 steps=(
 	"time echo $count > add"
 	"cat add"
+	"awk -v n=$((count / 10)) -v t=$count 'NR <= n { a += \$1 } NR > t - n { b += \$1 } END { printf \"first %d: %.2f ms/device, last %d: %.2f ms/device\\n\", n, a / n / 1e6, n, b / n / 1e6 }' samples"
 	"time echo 1 $count > del"
 	"cat del"
 	"cat last"

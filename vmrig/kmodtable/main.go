@@ -100,7 +100,6 @@ func run(w io.Writer, cpus, counts []int, preempt string, timeout time.Duration)
 		notes = append(notes, fmt.Sprintf("%d CPU(s): kernel %s, accel %s, preempt %s, host load %s→%s, boot %v",
 			c, boot.Host["release"], boot.Host["accel"], boot.Guest["preempt"], boot.Host["load1"], boot.Host["load1_end"], boot.Wall().Round(time.Second)))
 		i := 0
-		var perDev []string
 		for _, n := range counts {
 			res := map[string][]ndst.Result{}
 			for _, be := range backends {
@@ -114,7 +113,6 @@ func run(w io.Writer, cpus, counts []int, preempt string, timeout time.Duration)
 					res[be] = append(res[be], r)
 				}
 			}
-			perDev = append(perDev, fmt.Sprintf("%s at N=%d", ms(res["module"][0].Counters["kernel_ns"]/int64(n)), n))
 			for j, op := range ops {
 				if j == 2 {
 					continue // the second add only refills for the batched del
@@ -125,8 +123,6 @@ func run(w io.Writer, cpus, counts []int, preempt string, timeout time.Duration)
 					ms(nlr.WallNS), ms(m.WallNS), ms(k), ms(k/int64(n)), float64(k)/float64(nlr.WallNS))
 			}
 		}
-		notes = append(notes, fmt.Sprintf("%d CPU(s): module add, in-kernel per device: %s. The module lets the kernel number each name from the template's %%d, which scans the name of every device in the namespace; the netlink backend sends each name itself.",
-			c, strings.Join(perDev, ", ")))
 	}
 	fmt.Fprintln(w)
 	for _, s := range notes {
