@@ -151,9 +151,11 @@ type Result struct {
 	Preempt   *string `json:"preempt"`
 	Seed      *uint64 `json:"seed,omitempty"`
 	Kind      string  `json:"kind,omitempty"`
-	Batched   bool    `json:"batched"`
-	Result    string  `json:"result"`
-	Error     string  `json:"error,omitempty"`
+	// Batched reports, for del, whether the devices went in one batch (a
+	// batched add says so in its counters: "batches").
+	Batched bool   `json:"batched"`
+	Result  string `json:"result"`
+	Error   string `json:"error,omitempty"`
 	// Latency is the per-device latency distribution: for del, from the
 	// start of the device's unregister to its free; for add, the time of
 	// each registration.

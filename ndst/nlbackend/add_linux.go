@@ -196,7 +196,6 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		lat = make([]int64, total)
 	}
 	ok := make([]bool, total)
-	res.Batched = !req.OneByOne
 	var firstErr error
 	requests, batches := 0, 0
 	var inKernel time.Duration         // time spent in the windows' sends and barriers
