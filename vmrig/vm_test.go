@@ -205,10 +205,10 @@ func TestVMSmoke(t *testing.T) {
 			t.Errorf("command %d (%s) = %d ndst devices, want %d", i+1, boot.Commands[i].Args, own, wantOwn)
 		}
 	}
-	result(0, 100, true) // creates go in windows of one datagram each
+	result(0, 100, false)
 	list(1, 100)
 	result(2, 100, true)
-	result(3, 100, true)
+	result(3, 100, false)
 	result(4, 100, false)
 	list(5, 0)
 }
