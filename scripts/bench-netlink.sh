@@ -141,7 +141,7 @@ echo "                   ndst del $(rounds_ms nddel)| ip del $(rounds_ms ipdel)"
 
 if command -v perf >/dev/null 2>&1; then
 	echo
-	echo "== 3. where the time goes: perf stat, median of 3 (CPU in ms; context switches; page faults)"
+	echo "== 3. where the time goes: perf stat, median of 5 (CPU in ms; context switches; page faults)"
 	# pstat NAME CMD...: appends "task-clock cs faults" of one run to NAME_p.
 	pstat() {
 		local name=$1
@@ -151,7 +151,7 @@ if command -v perf >/dev/null 2>&1; then
 		eval "${name}_p+=(\"$(awk -F, '$3 ~ /task-clock/ { c = $1 } $3 ~ /context-switches/ { s = $1 } $3 ~ /page-faults/ { f = $1 } END { print c, s, f }' "$tmp/perf")\")"
 	}
 	declare -a ndhelp_p iphelp_p ndlist_p iplist_p ndmk_p ipmk_p
-	for ((r = 0; r < 3; r++)); do
+	for ((r = 0; r < 5; r++)); do
 		pstat ndhelp "$tmp/ndst" --help
 		pstat iphelp ip -V
 		pstat ndlist "$tmp/ndst" --backend netlink --netns "$nsA" list
