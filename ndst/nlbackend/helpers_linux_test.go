@@ -23,6 +23,7 @@ func skipUnlessRoot(t testing.TB) {
 // removed (with everything in it) when the test ends.
 func freshNS(t testing.TB) string {
 	t.Helper()
+	skipUnlessRoot(t)
 	name := fmt.Sprintf("ndst-test-%d-%x", os.Getpid(), rand.Uint32())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

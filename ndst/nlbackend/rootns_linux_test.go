@@ -183,3 +183,41 @@ func rootNSChild(attached, other string) {
 		fmt.Println("ROOTCHILD-OK")
 	}
 }
+
+// TestRootNamespaceRule checks the identity rule itself: the initial
+// namespace's inode on the nsfs device, or PID 1's namespace; nothing else,
+// and never this process's own namespace for being its own.
+func TestRootNamespaceRule(t *testing.T) {
+	dev, ok := nsfsDev()
+	if !ok {
+		t.Skip("/proc/self/ns/net cannot be read")
+	}
+	if root, why := rootNamespace(nsID{dev: dev, ino: procNetInitIno}); !root || !strings.Contains(why, "initial") {
+		t.Errorf("rootNamespace(initial inode on nsfs) = %v %q, want the initial namespace", root, why)
+	}
+	if root, _ := rootNamespace(nsID{dev: dev + 1, ino: procNetInitIno}); root {
+		t.Errorf("rootNamespace(initial inode on another device) = true, want false")
+	}
+	if root, _ := rootNamespace(nsID{dev: dev, ino: procNetInitIno + 100}); root {
+		t.Errorf("rootNamespace(another inode) = true, want false")
+	}
+	// PID 1's namespace counts, whatever its inode: point the rule at a
+	// namespace of the test's own.
+	name := freshNS(t)
+	if _, err := createNetns(name); err != nil {
+		t.Fatal(err)
+	}
+	id, err := statID(nsPath(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root, _ := rootNamespace(id); root {
+		t.Fatalf("rootNamespace(a fresh namespace) = true, want false")
+	}
+	old := pid1NetnsPath
+	pid1NetnsPath = nsPath(name)
+	t.Cleanup(func() { pid1NetnsPath = old })
+	if root, why := rootNamespace(id); !root || !strings.Contains(why, "PID 1") {
+		t.Errorf("rootNamespace(PID 1's namespace) = %v %q, want PID 1's", root, why)
+	}
+}
