@@ -72,10 +72,15 @@ type chartPanel struct {
 	title string
 	key   string
 	// pts[s] are series s's points (X: N; Y: time per device in unit);
-	// failed[s] the Ns where no run of series s completed.
-	pts    []plotter.XYs
-	failed [][]float64
+	// failed[s] the Ns where no run of series s completed, and why
+	// ("livelock" or "error").
+	pts     []plotter.XYs
+	failed  [][]float64
+	failWhy []string
 }
+
+// has reports whether series s has a cell in the panel.
+func (p chartPanel) has(s int) bool { return len(p.pts[s]) > 0 || len(p.failed[s]) > 0 }
 
 func dimIndex(name string) int {
 	for i, d := range dims {
@@ -104,7 +109,12 @@ func label(c Cell, ds []int) string {
 	for _, d := range ds {
 		v := dims[d].get(c)
 		switch dims[d].name {
-		case "strategy", "batch", "backend":
+		case "strategy":
+			if v == "-" { // a real-kernel cell has no strategy of ndst's
+				v = "real kernel"
+			}
+			parts = append(parts, v)
+		case "batch", "backend":
 			parts = append(parts, v)
 		case "CPUs":
 			if v == "1" {
@@ -178,11 +188,16 @@ func planChart(rs []Record) chart {
 	for i := range ch.panels {
 		ch.panels[i].pts = make([]plotter.XYs, len(ch.series))
 		ch.panels[i].failed = make([][]float64, len(ch.series))
+		ch.panels[i].failWhy = make([]string, len(ch.series))
 	}
 	for _, r := range rs {
 		p, s := &ch.panels[pIdx[keyOf(r.Cell, ch.panelDim)]], sIdx[keyOf(r.Cell, ch.seriesDim)]
 		if r.OK == 0 {
 			p.failed[s] = append(p.failed[s], float64(r.Count))
+			p.failWhy[s] = "error"
+			if r.Livelocks > 0 {
+				p.failWhy[s] = "livelock"
+			}
 			ch.livelocks++
 			continue
 		}
@@ -298,11 +313,11 @@ func (ch *chart) mergeIdentical() {
 	}
 	for pi := range ch.panels {
 		p := &ch.panels[pi]
-		pts, failed := make([]plotter.XYs, len(keep)), make([][]float64, len(keep))
+		pts, failed, why := make([]plotter.XYs, len(keep)), make([][]float64, len(keep)), make([]string, len(keep))
 		for i, k := range keep {
-			pts[i], failed[i] = p.pts[k], p.failed[k]
+			pts[i], failed[i], why[i] = p.pts[k], p.failed[k], p.failWhy[k]
 		}
-		p.pts, p.failed = pts, failed
+		p.pts, p.failed, p.failWhy = pts, failed, why
 	}
 	ch.series = series
 }
@@ -528,20 +543,19 @@ func (ch *chart) panelPlot(i int, ylo, yhi float64) (*plot.Plot, error) {
 
 // addBars draws one bar per series, its value above it.
 func (ch *chart) addBars(p *plot.Plot, pn chartPanel) error {
-	names := make([]string, len(ch.series))
+	var names []string
 	b := &barSet{}
 	for s := range ch.series {
-		names[s] = ch.series[s].label
-		v := math.NaN()
+		if !pn.has(s) { // a bar only for the cells this panel has
+			continue
+		}
+		names = append(names, ch.series[s].label)
+		v, txt := math.NaN(), pn.failWhy[s]
 		if len(pn.pts[s]) > 0 {
-			v = pn.pts[s][0].Y
+			v, txt = pn.pts[s][0].Y, FormatDuration(pn.pts[s][0].Y*ch.unit.ns)
 		}
 		b.vals = append(b.vals, v)
 		b.colors = append(b.colors, seriesColor(s))
-		txt := "livelock"
-		if !math.IsNaN(v) {
-			txt = FormatDuration(v * ch.unit.ns)
-		}
 		b.texts = append(b.texts, txt)
 	}
 	p.Add(plotter.NewGrid())

@@ -186,3 +186,25 @@ func TestNoRelativeColumnWithoutAComparison(t *testing.T) {
 		t.Errorf("rows(two sim cells) = %q, want a relative column", h)
 	}
 }
+
+// TestBarsOnlyForCellsOfThePanel: with sim and netlink cells, each backend's
+// panel has bars for its own cells only, and the real-kernel cell is named.
+func TestBarsOnlyForCellsOfThePanel(t *testing.T) {
+	rs := []Record{
+		rec(cellOf("tick", 1, "batched", 100), 1.5e6), rec(cellOf("backoff", 1, "batched", 100), 1.5e6),
+		rec(Cell{Backend: "netlink", Profile: hostProfile, Strategy: "-", HZ: 250, CPUs: 2, Preempt: "none", Batch: "batched", Count: 100}, 0.4e6),
+	}
+	ch := planChart(rs)
+	if !ch.bars || len(ch.panels) != 2 {
+		t.Fatalf("sim and netlink at one N: bars %v, %d panels; want bars in 2 panels", ch.bars, len(ch.panels))
+	}
+	var bars []string
+	for s := range ch.series {
+		if ch.panels[1].has(s) {
+			bars = append(bars, ch.series[s].label)
+		}
+	}
+	if !slices.Equal(bars, []string{"real kernel"}) {
+		t.Errorf("the netlink panel has bars %q, want only [real kernel]", bars)
+	}
+}
