@@ -100,7 +100,10 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 			"calibrate measures in a throwaway namespace of its own (ndst-calibrate-PID) and removes it"); err != nil {
 			return err
 		}
-		return refuse(setFlags(cmd, append([]string{"backend"}, emuFlags...)),
+		if g.backend != "netlink" && cmd.Flags().Changed("backend") {
+			return ndst.Usagef("calibrate measures this host's kernel through netlink; --backend %s does not apply", g.backend)
+		}
+		return refuse(setFlags(cmd, emuFlags),
 			"calibrate measures this host's kernel and runs no emulated kernel")
 	case "predict":
 		return g.checkPredict(cmd)

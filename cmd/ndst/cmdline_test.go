@@ -61,6 +61,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--netns", "x", "predict"}, 2, "--netns would be ignored: predict measures in a throwaway namespace of its own; name it with --predict-netns"},
 		{[]string{"--netns", "x", "calibrate"}, 2, "--netns would be ignored: calibrate measures in a throwaway namespace of its own"},
 		{[]string{"--hz", "250", "calibrate"}, 2, "--hz would be ignored: calibrate measures this host's kernel"},
+		{[]string{"--backend", "sim", "calibrate"}, 2, "calibrate measures this host's kernel through netlink; --backend sim does not apply"},
 		{[]string{"--profile", "2.6.31", "predict"}, 2, "--profile would be ignored: predict runs throwaway emulated kernels of the 6.18 profile"},
 		{[]string{"--backend", "sim", "predict"}, 2, "--backend would be ignored"},
 		{[]string{"predict", "--from-guest", "x.log", "--runs", "3"}, 2, "--runs would be ignored: --from-guest"},
