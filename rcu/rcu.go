@@ -291,10 +291,12 @@ func (r *RCU) Pending() int {
 
 // ---- update side ----
 
-// CallRCU queues fn on t's CPU to run after a grace period (call_rcu).
+// CallRCU queues fn on t's CPU to run after a grace period (call_rcu). The
+// queueing runs with interrupts off in the kernel, so nothing can come
+// between the call and the callback being on the list; its cost follows.
 func (r *RCU) CallRCU(t *sim.Task, fn func()) {
-	t.Charge(r.cfg.CallRCUCost)
 	r.enqueue(r.cpus[t.CPU().ID], fn)
+	t.Charge(r.cfg.CallRCUCost)
 }
 
 func (r *RCU) enqueue(d *cpuData, fn func()) {

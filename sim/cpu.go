@@ -209,6 +209,7 @@ func (c *CPU) preempt() {
 
 // irqEnter starts interrupt work on the CPU.
 func (c *CPU) irqEnter() {
+	c.e.curCPU = c
 	c.inIRQ = true
 	c.irqSpent = 0
 	c.irqBase = max(c.e.now, c.irqBusyUntil)
@@ -247,11 +248,12 @@ func (c *CPU) ensureTick() {
 		want = max(c.e.JiffyStart(fire), next)
 	}
 	if c.tickEv != nil && !c.tickEv.cancelled {
-		if want >= 0 && want < c.tickAt {
-			c.tickEv.Cancel()
-		} else {
+		if want == c.tickAt {
 			return
 		}
+		// Earlier: rearm. Later or not at all: an idle CPU stops or
+		// defers its tick (tick_nohz_idle_stop_tick).
+		c.tickEv.Cancel()
 	}
 	if want < 0 {
 		c.tickEv = nil

@@ -163,6 +163,9 @@ type Engine struct {
 	tasks    []*Task
 	nextTask int
 	hooks    []Hooks
+	// curCPU is the CPU whose code (a task or an interrupt) runs now, as
+	// far as the engine knows: the waker of a wake-up.
+	curCPU   *CPU
 	softirqs [nrSoftirqs]func(*CPU)
 	stopErr  error
 	logf     func(t Time, format string, args ...any)

@@ -164,6 +164,7 @@ func (t *Task) finish() {
 // dispatch hands the baton to t and waits for it to give it back.
 func (t *Task) dispatch() {
 	t.dispatchEv = nil
+	t.e.curCPU = t.cpu
 	if !t.started {
 		t.start()
 	}
@@ -184,6 +185,9 @@ func (t *Task) yield() {
 // Interrupts that arrive meanwhile run at their time and stretch the charge
 // by the time they take.
 func (t *Task) Charge(d Time) {
+	if t.cpu.needResched && t.e.cfg.Preempt == PreemptFull && t.Preemptible() && len(t.cpu.runq) > 0 {
+		t.Schedule() // woken a task that preempts: it runs before this work
+	}
 	d = t.e.Jitter(d)
 	if d <= 0 {
 		return
@@ -265,21 +269,25 @@ func (t *Task) wake() {
 	t.e.stats.Wakeups++
 	t.state = taskRunnable
 	if t.unbound {
-		t.cpu = t.e.placeUnbound(t.cpu)
+		t.cpu = t.e.placeUnbound(t.cpu, t.e.curCPU)
 	}
 	t.cpu.enqueue(t)
 }
 
 // SetUnbound lets the scheduler run the task on any CPU: when it wakes it
-// goes to its last CPU if that is idle, else to the lowest-numbered idle CPU,
-// else back to its last CPU's run queue. (Kernel threads such as the RCU
+// goes to its last CPU if that is idle, else to the waking CPU if that is
+// idle (CFS's wake_affine_idle), else to the lowest-numbered idle CPU, else
+// back to its last CPU's run queue. (Kernel threads such as the RCU
 // grace-period kthread are unbound.)
 func (t *Task) SetUnbound() { t.unbound = true }
 
 // placeUnbound picks the CPU for a waking unbound task.
-func (e *Engine) placeUnbound(last *CPU) *CPU {
+func (e *Engine) placeUnbound(last, waker *CPU) *CPU {
 	if last.Idle() {
 		return last
+	}
+	if waker != nil && waker.Idle() {
+		return waker
 	}
 	for _, c := range e.cpus {
 		if c.Idle() {

@@ -472,6 +472,7 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 	}
 	res.Latency = ndst.Summarize(lat)
 	res.Counters = counters(k)
+	defer func() { res.Explain = explain(b.r, res) }()
 	for _, p := range k.phases {
 		if p.CPU+p.Wait > 0 {
 			res.Phases = append(res.Phases, ndst.Phase{Name: p.Name, CPUNS: int64(p.CPU), WaitNS: int64(p.Wait)})
@@ -548,6 +549,8 @@ func counters(k *kernel) map[string]int64 {
 		"callbacks":           rs.CallbacksInvoked,
 		"rcu_barriers":        rs.Barriers,
 		"fqs_scans":           rs.FQSScans,
+		"fqs_resched":         rs.FQSResched,
+		"gp_time_ns":          int64(rs.GPTime),
 		"rcu_stalls":          rs.Stalls,
 		"synchronize_net":     ns.SyncNet,
 		"wait_checks":         ns.WaitChecks,

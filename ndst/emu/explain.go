@@ -1,0 +1,118 @@
+package emu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
+	ph "github.com/ndst-project/ndst/phase"
+)
+
+// explain writes the one or two sentences under a result that say what
+// each device waited for and which setting would change it most. Every
+// figure comes from the run's own phases and counters; the mechanisms named
+// are the ones the run went through (a sleep in the wait loop, an
+// rcu_barrier, a grace period ended by an FQS scan).
+func explain(r *resolved, res *ndst.Result) []string {
+	if res.Op != "del" || res.Result != ndst.ResultOK || res.Count == 0 || res.VirtualNS == nil {
+		return nil
+	}
+	n := int64(res.Count)
+	c := res.Counters
+	per := func(ns int64) string { return dur(ns / n) }
+	total := *res.VirtualNS
+	phases := slices.Clone(res.Phases)
+	slices.SortFunc(phases, func(a, b ndst.Phase) int { return int(b.TotalNS() - a.TotalNS()) })
+	if len(phases) == 0 || total == 0 {
+		return nil
+	}
+	top := phases[0]
+	share := float64(top.TotalNS()) / float64(total)
+	unit, batches := "each device", n
+	if res.Batched {
+		unit, batches = "the batch", 1
+	}
+	gps := c["grace_periods"]
+	gpLen := int64(0)
+	if gps > 0 {
+		gpLen = c["gp_time_ns"] / gps
+	}
+	fqs := ""
+	if c["fqs_scans"] > 0 && r.cfg.CPUs > 1 {
+		fqs = fmt.Sprintf("; an idle CPU is reported only by an FQS scan (%d scans)", c["fqs_scans"])
+	}
+	var what, try string
+	switch top.Name {
+	case ph.WaitLoop:
+		sleeps := c["sleeps"]
+		switch {
+		case r.cfg.Strategy == "msleep250" && sleeps > 0:
+			rate := float64(n) / (float64(total) / 1e9)
+			what = fmt.Sprintf("%s slept %s in netdev_wait_allrefs (%d msleep(250) in all): about %.0f devices/s, because its last reference (%s) is dropped by an RCU callback that had not run at the first check",
+				unit, per(top.TotalNS()), sleeps, rate, r.rcuHolder())
+			try = "try --strategy tick (sleep one jiffy) or barrier (flush the callbacks first), or a profile from 2.6.36 on, where rcu_barrier() does that"
+		case sleeps > 0:
+			what = fmt.Sprintf("%s waited %s in netdev_wait_allrefs over %.1f sleeps, while %.1f grace periods of %s ended%s",
+				unit, per(top.TotalNS()), float64(sleeps)/float64(n), float64(gps)/float64(n), dur(gpLen), fqs)
+		default:
+			what = fmt.Sprintf("%s waited %s in netdev_wait_allrefs without sleeping (%d checks)", unit, per(top.TotalNS()), c["wait_checks"])
+		}
+	case ph.Barrier:
+		what = fmt.Sprintf("%s waited %s in rcu_barrier() for the callbacks queued during unregister: %d grace periods of %s on average%s, then the callbacks at their CPU's next tick",
+			unit, dur(top.TotalNS()/batches), gps, dur(gpLen), fqs)
+		if !res.Batched {
+			try = "deleting them as one batch (without --one-by-one) waits for the barrier once for all devices"
+		}
+	case ph.SyncNet, ph.SyncNetExp:
+		kind := "normal"
+		if top.Name == ph.SyncNetExp {
+			kind = "expedited"
+		}
+		what = fmt.Sprintf("%s waited %s in synchronize_net() (%d %s grace periods)", unit, dur(top.TotalNS()/batches), c["synchronize_net"], kind)
+	case ph.Unregister:
+		what = fmt.Sprintf("the unregister work itself dominates: %s of CPU per device, %.0f%% of the time", per(top.CPUNS), 100*share)
+		if len(phases) > 1 && phases[1].TotalNS() > 0 {
+			what += fmt.Sprintf("; next is %s (%s)", phases[1].Name, dur(phases[1].TotalNS()))
+		}
+		if !res.Batched && r.profile.Batched {
+			try = "as one batch the waits are shared"
+		}
+	case ph.RTNL:
+		what = fmt.Sprintf("%s waited %s for RTNL", unit, dur(top.TotalNS()/batches))
+	default:
+		what = fmt.Sprintf("most of the time (%.0f%%) was %s", 100*share, ph.Describe(top.Name))
+	}
+	out := []string{what + fmt.Sprintf(" (%.0f%% of %s)", 100*share, dur(total))}
+	if try != "" {
+		out = append(out, try)
+	}
+	return out
+}
+
+// rcuHolder names the subsystem whose reference an RCU callback drops.
+func (r *resolved) rcuHolder() string {
+	var l []string
+	for _, s := range r.profile.Subsystems {
+		if s.Release == netdev.ReleaseRCU {
+			l = append(l, s.Holder.String())
+		}
+	}
+	if len(l) == 0 {
+		return "none of its holders"
+	}
+	return strings.Join(l, ", ")
+}
+
+func dur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.3f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
+}
