@@ -48,7 +48,7 @@ predict. With -o FILE the cost table is written for --costs FILE.`,
 				},
 			}
 			p := g.startProgress("calibrate: measuring this host")
-			o.Progress = g.progressLines(p, "calibrate: measuring ")
+			o.Progress = g.progressLines(p, "calibrate: ")
 			rep, err := calibrate.Run(ctx, o)
 			p.stop()
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
 	"github.com/ndst-project/ndst/safefile"
 	"github.com/spf13/cobra"
 )
@@ -112,7 +113,7 @@ what the emulated kernel predicts. Needs root.`,
 					return err
 				}
 			} else {
-				s.Costs = &costs.Table{Host: &costs.Host{HZ: 1, CPUs: 1}} // placeholder to check the rest
+				s.Costs = &costs.Table{Host: &costs.Host{HZ: 1, CPUs: 1, Profile: netdev.DefaultProfile}} // placeholder to check the rest
 				if err := s.Check(); err != nil {
 					return err
 				}
@@ -120,7 +121,7 @@ what the emulated kernel predicts. Needs root.`,
 				p := g.startProgress("predict: calibrating this host")
 				rep, err := calibrate.Run(ctx, calibrate.Options{Kind: g.kind, KindExplicit: g.kindExplicit,
 					Notef:    func(format string, args ...any) { fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...) },
-					Progress: g.progressLines(p, "predict: calibrating: measuring ")})
+					Progress: g.progressLines(p, "predict: calibrating: ")})
 				p.stop()
 				if err != nil {
 					if ctx.Err() != nil {
