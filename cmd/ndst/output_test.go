@@ -90,3 +90,16 @@ func TestJSONErrorGolden(t *testing.T) {
 	}
 	golden(t, "errors.json", all.String())
 }
+
+// TestProfilesGolden fixes `ndst profiles`: every line with its changes.
+func TestProfilesGolden(t *testing.T) {
+	out, errOut, code := ndstRun(t, tempState(t), "profiles")
+	if code != 0 {
+		t.Fatalf("ndst profiles = exit %d: %s", code, errOut)
+	}
+	golden(t, "profiles.txt", out)
+	out, _, code = ndstRun(t, tempState(t), "--json", "profiles")
+	if code != 0 || !strings.Contains(out, `"name":"6.18"`) || !strings.Contains(out, `"commit":"ef885afbf8a3"`) {
+		t.Errorf("ndst --json profiles = exit %d, %.300s; want every line with its commits", code, out)
+	}
+}
