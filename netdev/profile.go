@@ -129,17 +129,20 @@ func (p Profile) RCUChoice(name string) (RCUChoice, error) {
 // CheckMachine says whether the RCU choice can run on the machine: the
 // Kconfig dependencies of the line.
 func (p Profile) CheckMachine(c RCUChoice, cpus int, preempt sim.Preempt) error {
+	if preempt == sim.PreemptRT && !p.ModernRCU {
+		return fmt.Errorf("--preempt rt: kernel %s is modelled without PREEMPT_RT (the RT patches were out of tree then; the RT model starts at line 5.10)", p.Name)
+	}
 	switch c.Name {
 	case "tiny":
 		if cpus != 1 {
 			return fmt.Errorf("--rcu tiny is %s, which needs a kernel without SMP: one CPU, not --cpus %d", c.Config, cpus)
 		}
-		if preempt == sim.PreemptFull {
-			return fmt.Errorf("--rcu tiny is %s, which is not preemptible: not --preempt full", c.Config)
+		if preempt.Preemptive() {
+			return fmt.Errorf("--rcu tiny is %s, which is not preemptible: not --preempt %s", c.Config, preempt)
 		}
 	case "classic", "tree":
-		if p.ModernRCU && c.Name == "tree" && preempt == sim.PreemptFull {
-			return fmt.Errorf("kernel %s builds preemptible RCU with --preempt full: use --rcu tree-preempt", p.Name)
+		if p.ModernRCU && c.Name == "tree" && preempt.Preemptive() {
+			return fmt.Errorf("kernel %s builds preemptible RCU with --preempt %s: use --rcu tree-preempt", p.Name, preempt)
 		}
 	case "tree-preempt":
 		if !p.ModernRCU && preempt != sim.PreemptFull {
@@ -180,8 +183,12 @@ func (p Profile) SimConfig(c *sim.Config) {
 }
 
 // RCUConfig derives the RCU model's configuration for the choice on a
-// machine with the given HZ and CPU count.
-func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, ct *costs.Table) rcu.Config {
+// machine with the given HZ, CPU count and preemption model. PREEMPT_RT
+// (docs/kernel-modern-sources.md §6): use_softirq=0 puts RCU's core work in
+// the rcuc/N kthreads, RCU_BOOST's kthread_prio makes them and the GP kthread
+// real-time, and rcu_normal_after_boot turns every expedited grace period
+// into a normal one.
+func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, preempt sim.Preempt, ct *costs.Table) rcu.Config {
 	cfg := rcu.Config{
 		StallTimeout: p.RCUStall,
 		StallRepeat:  p.RCUStallRepeat,
@@ -219,6 +226,9 @@ func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, ct *costs.Table) rcu.Confi
 			cfg.Divisor = 7
 			cfg.ReschedTime = 3 * sim.Millisecond
 			cfg.BatchOnlyIfBusy = true
+			if preempt == sim.PreemptRT {
+				cfg.CoreKthread, cfg.NormalOnly = true, true
+			}
 		}
 	}
 	return cfg

@@ -30,7 +30,7 @@ func boot(t *testing.T, profile string, cpus int, strategy string, names netdev.
 		t.Fatal(err)
 	}
 	ct := costs.Default()
-	r, err := rcu.New(e, p.RCUConfig(p.RCUs[0], 1000, cpus, ct))
+	r, err := rcu.New(e, p.RCUConfig(p.RCUs[0], 1000, cpus, sim.PreemptNone, ct))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,13 @@ func (r *RCU) doBatch(d *cpuData) {
 		bl = max(bl, n>>r.cfg.Divisor)
 	}
 	tlimit := sim.Time(-1)
-	if r.cfg.ReschedTime > 0 && bl > 100 && c.InSoftirq() {
+	if r.cfg.ReschedTime > 0 && bl > 100 && (c.InSoftirq() || d.inCore != nil) {
 		tlimit = c.Clock() + r.cfg.ReschedTime
 	}
 	for count := 1; d.cbs.ready(); count++ {
 		r.invokeOne(d)
-		if count >= bl && (!r.cfg.BatchOnlyIfBusy || c.NeedResched() || !c.SoftirqOnIdle()) {
-			break
+		if d.inCore == nil && count >= bl && (!r.cfg.BatchOnlyIfBusy || c.NeedResched() || !c.SoftirqOnIdle()) {
+			break // in rcuc/N there is no count limit
 		}
 		if tlimit >= 0 && count%32 == 0 && c.Clock() >= tlimit {
 			break
@@ -48,7 +48,7 @@ func (r *RCU) doBatch(d *cpuData) {
 		d.blimit = r.cfg.BatchLimit
 	}
 	if d.cbs.ready() {
-		c.RaiseSoftirq(sim.SoftirqRCU)
+		r.invokeCore(d)
 	}
 }
 
@@ -61,7 +61,7 @@ func (r *RCU) invokeAll(d *cpuData) {
 
 func (r *RCU) invokeOne(d *cpuData) {
 	cb := d.cbs.pop()
-	d.cpu.Spend(r.cfg.CallbackCost)
+	r.spend(d, r.cfg.CallbackCost)
 	r.stats.CallbacksInvoked++
 	r.invoking = d.cpu
 	cb.fn()

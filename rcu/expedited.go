@@ -33,7 +33,11 @@ type expGP struct {
 // whether it waited for one at all (false: a no-op in this configuration).
 func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
 	r.mustNotBeReader(t, "synchronize_rcu_expedited")
-	switch r.cfg.Expedited {
+	exp := r.cfg.Expedited
+	if r.cfg.NormalOnly && exp != ExpNone {
+		exp = ExpNormal // rcu_normal: wait_rcu_gp(call_rcu)
+	}
+	switch exp {
 	case ExpNone:
 		panic("rcu: this kernel line has no synchronize_rcu_expedited (it first shipped in 2.6.32)")
 	case ExpNormal:

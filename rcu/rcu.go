@@ -135,6 +135,13 @@ type Config struct {
 
 	Expedited Expedited
 	Barrier   Barrier
+	// CoreKthread: RCU core work runs in per-CPU rcuc kthreads at real-time
+	// priority instead of RCU_SOFTIRQ, and the GP kthread is real-time too
+	// (PREEMPT_RT: use_softirq=0, RCU_BOOST's kthread_prio; corethread.go).
+	CoreKthread bool
+	// NormalOnly is rcu_normal (set after boot on PREEMPT_RT by
+	// rcu_normal_after_boot): an expedited grace period is a normal one.
+	NormalOnly bool
 
 	// Callback invocation (rcu_do_batch): BatchLimit (blimit) callbacks a
 	// softirq, lifted while more than QHiMark are queued until at most
@@ -206,6 +213,12 @@ type cpuData struct {
 	cpu    *sim.CPU
 	cbs    cblist
 	blimit int
+	// The rcuc/N thread (CoreKthread): its task, whether core work is
+	// pending, and the task while it runs rcu_core.
+	core     *sim.Task
+	coreWork bool
+	coreWQ   sim.WaitQueue
+	inCore   *sim.Task
 }
 
 // RCU is one RCU instance bound to an engine.

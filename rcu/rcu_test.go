@@ -299,3 +299,24 @@ func TestCallRCUStartsAGPIn2_6Tree(t *testing.T) {
 		t.Error("2.6.3x call_rcu did not start a grace period")
 	}
 }
+
+func TestPreemptRTCoreInKthreadsAndNoExpedited(t *testing.T) {
+	// PREEMPT_RT: rcu_normal turns synchronize_rcu_expedited into a normal
+	// grace period, and rcu_core runs in rcuc/N: on one CPU at HZ=250 a
+	// synchronize_rcu_expedited takes three ticks, as a normal GP does.
+	cfg := modern
+	cfg.CoreKthread, cfg.NormalOnly = true, true
+	m := newMachine(t, sim.Config{HZ: 250, CPUs: 1, Preempt: sim.PreemptRT, Timers: sim.TimerLevels, Watchdog: -1}, cfg)
+	var took sim.Time
+	m.e.Go("t", 0, false, func(tk *sim.Task) {
+		start := tk.Now()
+		m.r.SynchronizeExpedited(tk)
+		took = tk.Now() - start
+	})
+	if err := m.e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if s := m.r.Stats(); s.GPsCompleted != 1 || took < 2*4*sim.Millisecond || took > 3*4*sim.Millisecond {
+		t.Errorf("expedited on RT took %v with %d normal GPs; want one normal GP of 2-3 ticks", took, s.GPsCompleted)
+	}
+}

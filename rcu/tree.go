@@ -55,6 +55,9 @@ func newTree(r *RCU) *tree {
 		g.kthread.Name = "rcu_sched"
 	}
 	g.kthread.SetUnbound()
+	if r.cfg.CoreKthread {
+		g.kthread.SetRT()
+	}
 	return g
 }
 
@@ -172,7 +175,7 @@ func (g *tree) tick(d *cpuData, mode sim.Mode) {
 		g.qs(d)
 	}
 	if g.pending(d) {
-		d.cpu.RaiseSoftirq(sim.SoftirqRCU)
+		g.r.invokeCore(d)
 	}
 }
 

@@ -132,7 +132,7 @@ func (c *CPU) enqueue(t *Task) {
 		c.runq = append(c.runq, t)
 	}
 	c.needResched = true
-	if c.curr != nil && c.curr.Preemptible() && c.e.cfg.Preempt == PreemptFull {
+	if c.curr != nil && c.curr.Preemptible() && c.e.cfg.Preempt.Preemptive() {
 		c.preempt()
 	}
 	c.ensureTick()
@@ -248,7 +248,7 @@ func (c *CPU) ensureTick() {
 		want = max(c.e.JiffyStart(fire), next)
 	}
 	if c.tickEv != nil && !c.tickEv.cancelled {
-		if want == c.tickAt {
+		if want == c.tickAt || c.tickAt <= c.e.now { // as wanted, or due this instant
 			return
 		}
 		// Earlier: rearm. Later or not at all: an idle CPU stops or

@@ -71,9 +71,17 @@ const (
 	// PreemptFull (CONFIG_PREEMPT): kernel code is preemptible wherever
 	// preemption is not disabled.
 	PreemptFull
+	// PreemptRT (CONFIG_PREEMPT_RT): as full for the scheduler; the
+	// kernel line's RT configuration moves RCU's core work and the timers
+	// into real-time threads (netdev.Profile.RCUConfig, SimConfig).
+	PreemptRT
 )
 
-var preemptNames = []string{"none", "voluntary", "full"}
+// Preemptive reports whether kernel code is preempted where preemption is
+// enabled (full and rt).
+func (p Preempt) Preemptive() bool { return p >= PreemptFull }
+
+var preemptNames = []string{"none", "voluntary", "full", "rt"}
 
 func (p Preempt) String() string {
 	if int(p) < len(preemptNames) {
@@ -89,7 +97,7 @@ func ParsePreempt(s string) (Preempt, error) {
 			return Preempt(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown preemption model %q (want none, voluntary or full)", s)
+	return 0, fmt.Errorf("unknown preemption model %q (want none, voluntary, full or rt)", s)
 }
 
 // Config describes the simulated machine.
@@ -129,7 +137,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("HZ must be between 1 and 10000, got %d", c.HZ)
 	case c.CPUs < 1 || c.CPUs > 4096:
 		return fmt.Errorf("CPU count must be between 1 and 4096, got %d", c.CPUs)
-	case c.Preempt < PreemptNone || c.Preempt > PreemptFull:
+	case c.Preempt < PreemptNone || c.Preempt > PreemptRT:
 		return fmt.Errorf("unknown preemption model %d", c.Preempt)
 	case c.Watchdog > 0 && c.Watchdog < 10*Millisecond:
 		return fmt.Errorf("watchdog threshold %v is too short (at least 10ms, or negative for none)", c.Watchdog)

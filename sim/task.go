@@ -111,7 +111,7 @@ func (t *Task) PreemptEnable() {
 		panic("sim: PreemptEnable without PreemptDisable in task " + t.Name)
 	}
 	t.preemptCount--
-	if t.preemptCount == 0 && t.e.cfg.Preempt == PreemptFull && t.cpu.needResched {
+	if t.preemptCount == 0 && t.e.cfg.Preempt.Preemptive() && t.cpu.needResched {
 		t.Schedule()
 	}
 }
@@ -123,7 +123,7 @@ func (t *Task) PreemptCount() int { return t.preemptCount }
 // interrupt: user mode always, kernel mode only under full preemption with
 // preemption enabled.
 func (t *Task) Preemptible() bool {
-	return t.mode == ModeUser || (t.e.cfg.Preempt == PreemptFull && t.preemptCount == 0)
+	return t.mode == ModeUser || (t.e.cfg.Preempt.Preemptive() && t.preemptCount == 0)
 }
 
 // start runs the task's goroutine; called when it is first dispatched.
@@ -185,7 +185,7 @@ func (t *Task) yield() {
 // Interrupts that arrive meanwhile run at their time and stretch the charge
 // by the time they take.
 func (t *Task) Charge(d Time) {
-	if t.cpu.needResched && t.e.cfg.Preempt == PreemptFull && t.Preemptible() && len(t.cpu.runq) > 0 {
+	if t.cpu.needResched && t.e.cfg.Preempt.Preemptive() && t.Preemptible() && len(t.cpu.runq) > 0 {
 		t.Schedule() // woken a task that preempts: it runs before this work
 	}
 	d = t.e.Jitter(d)
@@ -273,6 +273,10 @@ func (t *Task) wake() {
 	}
 	t.cpu.enqueue(t)
 }
+
+// SetRT makes the task a real-time thread: queued ahead of the others on
+// its CPU, and, under full preemption, preempting them when it wakes.
+func (t *Task) SetRT() { t.rt = true }
 
 // SetUnbound lets the scheduler run the task on any CPU: when it wakes it
 // goes to its last CPU if that is idle, else to the waking CPU if that is

@@ -120,7 +120,7 @@ func resolve(c Config) (*resolved, error) {
 		return nil, ndst.Usagef("%v", err)
 	}
 	c.RCU = choice.Name
-	if c.Strategy == "expedited" && choice.Name != "tiny" && p.RCUConfig(choice, c.HZ, c.CPUs, nil).Expedited == rcu.ExpNone {
+	if c.Strategy == "expedited" && choice.Name != "tiny" && p.RCUConfig(choice, c.HZ, c.CPUs, pre, nil).Expedited == rcu.ExpNone {
 		return nil, ndst.Usagef("--strategy expedited calls synchronize_rcu_expedited(), which kernel %s does not have (it first shipped in 2.6.32, 03b042bf1dc1): use --profile 2.6.32 or later", p.Name)
 	}
 	names := netdev.NameBitmap
@@ -231,7 +231,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
-	rc, err := rcu.New(e, r.profile.RCUConfig(r.rcu, r.cfg.HZ, r.cfg.CPUs, r.costs))
+	rc, err := rcu.New(e, r.profile.RCUConfig(r.rcu, r.cfg.HZ, r.cfg.CPUs, r.preempt, r.costs))
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
