@@ -12,7 +12,8 @@
 //   - A Backend never changes anything when it returns a *UsageError or a
 //     *NotFoundError: input is validated before any device is touched.
 //   - Result.VirtualNS is set only by backends that run in virtual time.
-//   - Result.Result is one of ResultOK, ResultLivelock, ResultError.
+//   - Result.Result is one of ResultOK, ResultLivelock, ResultStuck,
+//     ResultError.
 package ndst
 
 import (
@@ -132,7 +133,10 @@ func (m *MaybeInt) UnmarshalJSON(b []byte) error {
 const (
 	ResultOK       = "ok"
 	ResultLivelock = "livelock"
-	ResultError    = "error"
+	// ResultStuck: a device kept a reference past the give-up time (a
+	// leak, or a very slow release); the run reports who holds what.
+	ResultStuck = "stuck"
+	ResultError = "error"
 )
 
 // Result is the record every timed command produces; see ARCHITECTURE.md,
@@ -177,9 +181,19 @@ type Result struct {
 	RCU *string `json:"rcu,omitempty"`
 	// Notes are human-readable remarks (fallbacks taken, watchdog reports).
 	Notes []string `json:"notes,omitempty"`
+	// Stuck lists the devices that still had references when a stuck run
+	// gave up.
+	Stuck []StuckDevice `json:"stuck,omitempty"`
 	// KernelLog holds the emulated kernel's messages (printk), each with
 	// its virtual timestamp, as dmesg would show them.
 	KernelLog []string `json:"kernel_log,omitempty"`
+}
+
+// StuckDevice is a device that kept references past the give-up time.
+type StuckDevice struct {
+	Name       string `json:"name"`
+	UsageCount int    `json:"usage_count"`
+	Holders    string `json:"holders"`
 }
 
 // Phase is the time of one phase of a command (see package phase).
@@ -219,6 +233,10 @@ func IsUsage(err error) bool {
 
 // ErrNoDevices is returned (wrapped) by Del when the range covers no device.
 var ErrNoDevices = errors.New("no device in range")
+
+// ErrStuck is returned (wrapped) when a device still had references after
+// the give-up time. The Result that accompanies it has Result == ResultStuck.
+var ErrStuck = errors.New("stuck")
 
 // ErrLivelock is returned (wrapped) when the emulated kernel's watchdog stops a
 // run. The Result that accompanies it has Result == ResultLivelock.

@@ -43,10 +43,32 @@ const (
 	HolderIPv6
 	// HolderNDParms is IPv6's neighbour parameters (inet6_dev->nd_parms).
 	HolderNDParms
+	// Holders a down device with no addresses does not have, which --hold
+	// gives it to emulate a leak or a slow release (the usual suspects of
+	// "waiting for X to become free": a cached route or dst, a socket
+	// bound to the device, an xfrm state).
+	HolderDst
+	HolderRoute
+	HolderSocket
+	HolderXfrm
 	numHolders
 )
 
-var holderNames = [numHolders]string{"registration", "netdev", "in_device", "arp_parms", "inet6_dev", "nd_parms"}
+var holderNames = [numHolders]string{"registration", "self", "in_device", "arp_parms", "inet6_dev", "nd_parms",
+	"dst", "route", "socket", "xfrm"}
+
+// HoldableNames lists the holders --hold accepts.
+var HoldableNames = []string{"in_device", "arp_parms", "inet6_dev", "nd_parms", "dst", "route", "socket", "xfrm"}
+
+// HolderByName returns the holder of that name.
+func HolderByName(name string) (Holder, bool) {
+	for h, n := range holderNames {
+		if n == name && h >= int(HolderIPv4) {
+			return Holder(h), true
+		}
+	}
+	return 0, false
+}
 
 func (h Holder) String() string { return holderNames[h] }
 

@@ -112,9 +112,14 @@ type Registry struct {
 	// refcount, if CheckOnRelease is set (the "wake" strategy).
 	release        sim.WaitQueue
 	CheckOnRelease bool
-	// MaxWait bounds how long one device may wait for its references
-	// before the run is stopped as a leak.
-	MaxWait sim.Time
+	// GiveUp bounds how long the wait loop waits for a device's
+	// references before the run stops as stuck (CheckStuck).
+	GiveUp sim.Time
+	// RefTracker: the wait loop's warning lists the holders, as
+	// CONFIG_NET_DEV_REFCNT_TRACKER kernels (5.17+) do.
+	RefTracker bool
+	// holds are the --hold rules.
+	holds []Hold
 	// OnFree, if set, sees every device as it is freed.
 	OnFree func(*Device)
 
@@ -144,11 +149,12 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 		nextIfindex: o.NextIfindex,
 		nameAlloc:   o.NameAlloc,
 		names:       map[ifname.Template]*idalloc.Bitmap{},
-		MaxWait:     300 * sim.Second,
+		GiveUp:      60 * sim.Second,
 	}
 	for _, sub := range o.Profile.Subsystems {
 		reg.notifiers = append(reg.notifiers, subsystemNotifier{sub})
 	}
+	reg.notifiers = append(reg.notifiers, extraHoldsNotifier{})
 	if o.Profile.FibFlush == FibFlushPerEvent {
 		reg.notifiers = append(reg.notifiers, fibNotifier{})
 	}
@@ -293,6 +299,7 @@ func (r *Registry) holdRegistered(d *Device) {
 	for _, s := range r.prof.Subsystems {
 		d.hold(s.Holder)
 	}
+	r.takeExtraHolds(d)
 }
 
 // Register is register_netdevice for one device named from t; the caller
@@ -544,30 +551,20 @@ func (r *Registry) Rebroadcast(t *sim.Task, devs []*Device) {
 }
 
 // WarnWaiting prints the kernel's warning for a device still referenced,
-// in the kernel's words (net/core/dev.c netdev_wait_allrefs[_any]).
+// in the kernel's words (net/core/dev.c netdev_wait_allrefs[_any]); with
+// RefTracker, then the holders as ref_tracker_dir_print lists them (the
+// model names the holder where the kernel prints its stack).
 func (r *Registry) WarnWaiting(d *Device) {
 	r.stats.Warnings++
 	r.e.Printk("unregister_netdevice: waiting for %s to become free. Usage count = %d", d.Name, d.total)
-}
-
-// LeakError stops a run whose device never lost its references.
-type LeakError struct {
-	Device  string
-	Waited  sim.Time
-	Holders string
-}
-
-func (e *LeakError) Error() string {
-	return fmt.Sprintf("%s still referenced after %v of waiting (held by: %s)", e.Device, e.Waited, e.Holders)
-}
-
-// CheckLeak stops the run if d has waited longer than MaxWait.
-func (r *Registry) CheckLeak(d *Device, since sim.Time) bool {
-	if w := r.e.Now() - since; w > r.MaxWait {
-		r.e.Stop(&LeakError{Device: d.Name, Waited: w, Holders: d.Holders()})
-		return true
+	if !r.RefTracker {
+		return
 	}
-	return false
+	for h := HolderIPv4; h < numHolders; h++ {
+		if n := d.refs[h]; n > 0 {
+			r.e.Printk("ref_tracker: netdev@%s has %d/%d users at %s", d.Name, n, d.total-int32(r.prof.ReadyRefcount), h)
+		}
+	}
 }
 
 // ---- the route-cache flush ----

@@ -179,9 +179,9 @@ func TestRestoreRejectsDuplicates(t *testing.T) {
 	}
 }
 
-func TestLeakedReferenceStopsTheRun(t *testing.T) {
+func TestLeakedReferenceStopsTheRunAsStuck(t *testing.T) {
 	k := boot(t, "2.6.31", 1, "tick", netdev.NameBitmap)
-	k.reg.MaxWait = 30 * sim.Second
+	k.reg.GiveUp = 30 * sim.Second
 	var logs []string
 	k.e.SetLogger(func(_ sim.Time, f string, a ...any) { logs = append(logs, f) })
 	err := k.do(t, func(tk *sim.Task) {
@@ -193,9 +193,9 @@ func TestLeakedReferenceStopsTheRun(t *testing.T) {
 		k.reg.UnregisterMany(tk, []*netdev.Device{d})
 		k.reg.RTNLUnlock(tk)
 	})
-	var leak *netdev.LeakError
-	if !errors.As(err, &leak) || !strings.Contains(leak.Holders, "registration") {
-		t.Fatalf("Run() = %v, want a LeakError naming the holder", err)
+	var stuck *netdev.StuckError
+	if !errors.As(err, &stuck) || len(stuck.Devices) != 1 || !strings.Contains(stuck.Devices[0].Holders, "registration") {
+		t.Fatalf("Run() = %v, want a StuckError naming the device and its holder", err)
 	}
 	if s := k.reg.Stats(); s.Warnings < 2 || s.Rebroadcasts < 20 {
 		t.Errorf("warnings=%d rebroadcasts=%d, want the 10 s warning and the 1 s rebroadcast repeated", s.Warnings, s.Rebroadcasts)

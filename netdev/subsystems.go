@@ -69,10 +69,15 @@ func (n subsystemNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
 	if d.refs[h] == 0 || d.State != Unregistering {
 		return
 	}
-	switch n.s.Release {
-	case ReleaseAtUnregister:
+	x, held := r.holdFor(h, d)
+	switch {
+	case n.s.Release == ReleaseAtUnregister && held:
+		r.releaseLater(d, h, x)
+	case n.s.Release == ReleaseAtUnregister:
 		r.put(t, d, h)
-	case ReleaseRCU:
+	case held:
+		r.rcu.CallRCU(t, func() { r.releaseLater(d, h, x) })
+	default:
 		r.rcu.CallRCU(t, func() { r.put(nil, d, h) })
 	}
 	for range n.s.RCUFrees {

@@ -75,7 +75,7 @@ func poll(r *netdev.Registry, t *sim.Task, devs []*netdev.Device, pause func(pas
 			r.WarnWaiting(devs[0])
 			warning = e.Jiffies()
 		}
-		if r.CheckLeak(devs[0], start) {
+		if r.CheckStuck(devs, start) {
 			return nil
 		}
 	}

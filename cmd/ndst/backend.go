@@ -19,6 +19,17 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		Profile: g.profile, Strategy: g.strategy, HZ: g.hz, CPUs: g.cpus,
 		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.emuWatchdog(),
 		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
+		GiveUp: g.giveUp, RefTracker: g.refTracker,
+	}
+	for _, h := range g.holds {
+		x, err := emu.ParseHold(h)
+		if err != nil {
+			return c, err
+		}
+		c.Holds = append(c.Holds, x)
+	}
+	if g.giveUp <= 0 {
+		return c, ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
 	}
 	if g.costs != "" {
 		t, err := costs.Load(g.costs)

@@ -34,6 +34,10 @@ type globalOptions struct {
 	costs     string
 	state     string
 	watchdog  time.Duration
+	// holds, giveUp and refTracker: --hold rules, --give-up, --ref-tracker.
+	holds      []string
+	giveUp     time.Duration
+	refTracker bool
 	// watchdogSet: --watchdog was given (0 then turns the detector off).
 	watchdogSet bool
 
@@ -75,6 +79,9 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.nameAlloc, "name-alloc", "bitmap", "%d name allocator: bitmap, or scan (the kernel's O(n) __dev_alloc_name)")
 	f.StringVar(&g.costs, "costs", "", "per-operation CPU cost table (JSON, as written by 'ndst calibrate')")
 	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
+	f.StringArrayVar(&g.holds, "hold", nil, "make a holder keep its reference: HOLDER[@DEVICE]=DURATION|forever (holders: in_device, arp_parms, inet6_dev, nd_parms, dst, route, socket, xfrm; repeatable)")
+	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "stop waiting for a device's references after this long and report the run as stuck (virtual time on the emulated kernel)")
+	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
 	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in virtual time (default: the kernel line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
 	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's)")

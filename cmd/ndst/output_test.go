@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -101,5 +104,46 @@ func TestProfilesGolden(t *testing.T) {
 	out, _, code = ndstRun(t, tempState(t), "--json", "profiles")
 	if code != 0 || !strings.Contains(out, `"name":"6.18"`) || !strings.Contains(out, `"commit":"ef885afbf8a3"`) {
 		t.Errorf("ndst --json profiles = exit %d, %.300s; want every line with its commits", code, out)
+	}
+}
+
+// TestStuckGolden fixes a stuck run: a held reference past --give-up is a
+// result of its own (exit 1), naming the device, its usage count and its
+// holders, with the kernel's warnings in the log, and the state unchanged.
+func TestStuckGolden(t *testing.T) {
+	state := tempState(t)
+	ndstRun(t, state, "--profile", "6.18", "--hz", "250", "add", "3")
+	before, _ := os.ReadFile(state)
+	args := []string{"--profile", "6.18", "--hz", "250", "--hold", "dst@dummy1=forever", "--give-up", "30s"}
+	out, _, code := ndstRun(t, state, append(append([]string{"-v"}, args...), "del", "1", "3")...)
+	if code != 1 || !strings.Contains(out, "result:  stuck") || !strings.Contains(out, "Usage count = 2") {
+		t.Errorf("stuck del = exit %d:\n%s\nwant exit 1, result stuck and the kernel's warning", code, out)
+	}
+	golden(t, "stuck-v.txt", maskWall(out))
+	out, _, code = ndstRun(t, state, append(append([]string{"--json"}, args...), "del", "1", "3")...)
+	var r struct {
+		Result string `json:"result"`
+		Stuck  []struct {
+			Name       string `json:"name"`
+			UsageCount int    `json:"usage_count"`
+			Holders    string `json:"holders"`
+		} `json:"stuck"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 1 || r.Result != "stuck" || len(r.Stuck) != 1 ||
+		r.Stuck[0].Name != "dummy1" || r.Stuck[0].UsageCount != 2 || !strings.Contains(r.Stuck[0].Holders, "dst") {
+		t.Errorf("stuck del --json = exit %d, %s (%v); want result stuck naming dummy1, usage count 2, held by dst", code, out, err)
+	}
+	if after, _ := os.ReadFile(state); !bytes.Equal(before, after) {
+		t.Errorf("a stuck del changed the state file")
+	}
+	for _, bad := range [][]string{
+		{"--hold", "bogus=1s", "del", "1", "3"},
+		{"--hold", "dst=soon", "del", "1", "3"},
+		{"--hold", "dst@dummy9=1s", "del", "1", "3"},
+		{"--give-up", "0s", "del", "1", "3"},
+	} {
+		if _, errOut, code := ndstRun(t, state, bad...); code != 2 {
+			t.Errorf("ndst %v = exit %d (%s), want 2", bad, code, errOut)
+		}
 	}
 }

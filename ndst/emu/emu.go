@@ -59,6 +59,15 @@ type Config struct {
 	Ephemeral bool
 	// WaitLock bounds the wait for another ndst holding the state file.
 	WaitLock time.Duration
+	// Holds are the --hold rules: subsystems that keep their reference
+	// on some or all devices (netdev/hold.go).
+	Holds []netdev.Hold
+	// GiveUp is how long the wait loop waits for a device's references
+	// before the run stops as stuck (0: 60 s).
+	GiveUp time.Duration
+	// RefTracker lists the holders in the wait loop's warning, as kernels
+	// built with CONFIG_NET_DEV_REFCNT_TRACKER do (lines 6.1 on).
+	RefTracker bool
 	// Printk, if set, receives every kernel message as it is logged.
 	Printk func(at time.Duration, msg string)
 }
@@ -242,6 +251,11 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	if rc, ok := r.strategy.(waitrefs.ReleaseChecker); ok && rc.ChecksOnRelease() {
 		reg.CheckOnRelease = true
 	}
+	reg.SetHolds(r.cfg.Holds)
+	if r.cfg.GiveUp > 0 {
+		reg.GiveUp = sim.Time(r.cfg.GiveUp)
+	}
+	reg.RefTracker = r.cfg.RefTracker
 	k := &kernel{e: e, rcu: rc, reg: reg}
 	e.SetLogger(func(at sim.Time, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
@@ -321,6 +335,9 @@ func (b *Backend) newResult(op string, batched bool) *ndst.Result {
 	if b.r.autoWhy != "" {
 		res.Notes = append(res.Notes, b.r.autoWhy)
 	}
+	if op == "del" && len(b.r.cfg.Holds) > 0 {
+		res.Notes = append(res.Notes, "--hold: "+describeHolds(b.r.cfg.Holds))
+	}
 	return res
 }
 
@@ -391,6 +408,9 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	}
 	if hi == lo {
 		return nil, fmt.Errorf("%w: ifindex %d..%d (%s)", ndst.ErrNoDevices, req.Start, req.Stop, b.describe())
+	}
+	if err := b.checkHolds(lo, hi); err != nil {
+		return nil, err
 	}
 	batched := b.r.profile.Batched && !req.OneByOne
 	res := b.newResult("del", batched)
@@ -481,9 +501,19 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 	res.KernelLog = k.log
 	if runErr != nil {
 		var lock *sim.LockupError
-		var leak *netdev.LeakError
+		var stuck *netdev.StuckError
 		switch {
-		case errors.As(runErr, &lock), errors.As(runErr, &leak):
+		case errors.As(runErr, &stuck):
+			res.Result = ndst.ResultStuck
+			res.Error = runErr.Error()
+			res.Stuck = make([]ndst.StuckDevice, 0, len(stuck.Devices))
+			for _, d := range stuck.Devices {
+				res.Stuck = append(res.Stuck, ndst.StuckDevice{Name: d.Name, UsageCount: d.UsageCount, Holders: d.Holders})
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("the wait loop gave up after %v (--give-up): a reference was not released; "+
+				"the kernel would keep printing the warning every 10 s (-v shows the log)", stuck.Waited))
+			return res, fmt.Errorf("%w: %v", ndst.ErrStuck, runErr)
+		case errors.As(runErr, &lock):
 			res.Result = ndst.ResultLivelock
 			res.Error = runErr.Error()
 			res.Notes = append(res.Notes, remedy(b.r, res.Op, k))

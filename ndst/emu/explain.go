@@ -22,7 +22,6 @@ func explain(r *resolved, res *ndst.Result) []string {
 	}
 	n := int64(res.Count)
 	c := res.Counters
-	per := func(ns int64) string { return dur(ns / n) }
 	total := *res.VirtualNS
 	phases := slices.Clone(res.Phases)
 	slices.SortFunc(phases, func(a, b ndst.Phase) int { return int(b.TotalNS() - a.TotalNS()) })
@@ -31,10 +30,12 @@ func explain(r *resolved, res *ndst.Result) []string {
 	}
 	top := phases[0]
 	share := float64(top.TotalNS()) / float64(total)
-	unit, batches := "each device", n
+	unit, units := "each device", n
 	if res.Batched {
-		unit, batches = "the batch", 1
+		unit, units = "the batch", 1
 	}
+	per := func(ns int64) string { return dur(ns / units) }
+	perN := func(x int64) float64 { return float64(x) / float64(units) }
 	gps := c["grace_periods"]
 	gpLen := int64(0)
 	if gps > 0 {
@@ -42,7 +43,7 @@ func explain(r *resolved, res *ndst.Result) []string {
 	}
 	fqs := ""
 	if c["fqs_scans"] > 0 && r.cfg.CPUs > 1 {
-		fqs = fmt.Sprintf("; an idle CPU is reported only by an FQS scan (%d scans)", c["fqs_scans"])
+		fqs = fmt.Sprintf(" (an idle CPU is reported only by an FQS scan: %.1f scans)", perN(c["fqs_scans"]))
 	}
 	var what, try string
 	switch top.Name {
@@ -53,16 +54,23 @@ func explain(r *resolved, res *ndst.Result) []string {
 			rate := float64(n) / (float64(total) / 1e9)
 			what = fmt.Sprintf("%s slept %s in netdev_wait_allrefs (%d msleep(250) in all): about %.0f devices/s, because its last reference (%s) is dropped by an RCU callback that had not run at the first check",
 				unit, per(top.TotalNS()), sleeps, rate, r.rcuHolder())
+			if len(r.cfg.Holds) > 0 {
+				what = fmt.Sprintf("%s slept %s in netdev_wait_allrefs (%d msleep(250) in all) for the references --hold keeps",
+					unit, per(top.TotalNS()), sleeps)
+			}
 			try = "try --strategy tick (sleep one jiffy) or barrier (flush the callbacks first), or a profile from 2.6.36 on, where rcu_barrier() does that"
+		case sleeps > 0 && len(r.cfg.Holds) > 0:
+			what = fmt.Sprintf("%s waited %s in netdev_wait_allrefs over %.0f sleeps for the references --hold keeps",
+				unit, per(top.TotalNS()), perN(sleeps))
 		case sleeps > 0:
 			what = fmt.Sprintf("%s waited %s in netdev_wait_allrefs over %.1f sleeps, while %.1f grace periods of %s ended%s",
-				unit, per(top.TotalNS()), float64(sleeps)/float64(n), float64(gps)/float64(n), dur(gpLen), fqs)
+				unit, per(top.TotalNS()), perN(sleeps), perN(gps), dur(gpLen), fqs)
 		default:
 			what = fmt.Sprintf("%s waited %s in netdev_wait_allrefs without sleeping (%d checks)", unit, per(top.TotalNS()), c["wait_checks"])
 		}
 	case ph.Barrier:
-		what = fmt.Sprintf("%s waited %s in rcu_barrier() for the callbacks queued during unregister: %d grace periods of %s on average%s, then the callbacks at their CPU's next tick",
-			unit, dur(top.TotalNS()/batches), gps, dur(gpLen), fqs)
+		what = fmt.Sprintf("%s waited %s in rcu_barrier() for the callbacks queued during unregister: %.1f grace periods of %s%s, then the callbacks at their CPU's next tick",
+			unit, per(top.TotalNS()), perN(gps), dur(gpLen), fqs)
 		if !res.Batched {
 			try = "deleting them as one batch (without --one-by-one) waits for the barrier once for all devices"
 		}
@@ -71,9 +79,9 @@ func explain(r *resolved, res *ndst.Result) []string {
 		if top.Name == ph.SyncNetExp {
 			kind = "expedited"
 		}
-		what = fmt.Sprintf("%s waited %s in synchronize_net() (%d %s grace periods)", unit, dur(top.TotalNS()/batches), c["synchronize_net"], kind)
+		what = fmt.Sprintf("%s waited %s in synchronize_net() (%.0f %s grace periods)", unit, per(top.TotalNS()), perN(c["synchronize_net"]), kind)
 	case ph.Unregister:
-		what = fmt.Sprintf("the unregister work itself dominates: %s of CPU per device, %.0f%% of the time", per(top.CPUNS), 100*share)
+		what = fmt.Sprintf("the unregister work itself dominates: %s of CPU per device, %.0f%% of the time", dur(top.CPUNS/n), 100*share)
 		if len(phases) > 1 && phases[1].TotalNS() > 0 {
 			what += fmt.Sprintf("; next is %s (%s)", phases[1].Name, dur(phases[1].TotalNS()))
 		}
@@ -81,7 +89,7 @@ func explain(r *resolved, res *ndst.Result) []string {
 			try = "as one batch the waits are shared"
 		}
 	case ph.RTNL:
-		what = fmt.Sprintf("%s waited %s for RTNL", unit, dur(top.TotalNS()/batches))
+		what = fmt.Sprintf("%s waited %s for RTNL", unit, per(top.TotalNS()))
 	default:
 		what = fmt.Sprintf("most of the time (%.0f%%) was %s", 100*share, ph.Describe(top.Name))
 	}

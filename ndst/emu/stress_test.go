@@ -89,6 +89,7 @@ func stressScenario(t *testing.T, seed uint64) string {
 		case op == 0 || len(model) == 0:
 			n := 1 + rng.IntN(40)
 			res, err = b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl})
+			checkPhases(t, seed, step, res)
 			if err != nil {
 				t.Fatalf("scenario %d step %d: Add(%d) = %v", seed, step, n, err)
 			}
@@ -113,6 +114,7 @@ func stressScenario(t *testing.T, seed uint64) string {
 			before, _ := b.List(ctx, ndst.ListRequest{})
 			res, err = b.Del(ctx, ndst.DelRequest{Start: lo, Stop: hi, OneByOne: oneByOne})
 			after, _ := b.List(ctx, ndst.ListRequest{})
+			checkPhases(t, seed, step, res)
 			switch {
 			case errors.Is(err, ndst.ErrLivelock):
 				if !slices.Equal(before, after) {
@@ -178,5 +180,24 @@ func TestAutoProfile(t *testing.T) {
 	os.WriteFile(osRelease, []byte("2.4.37\n"), 0o644)
 	if _, err := Open(context.Background(), Config{Profile: "auto", HZ: 250, CPUs: 1, Ephemeral: true}); err == nil || !strings.Contains(err.Error(), "2.6.31") {
 		t.Errorf("--profile auto on 2.4.37 = %v, want an error naming the lines", err)
+	}
+}
+
+// checkPhases: a result's phases sum exactly to its virtual time, whatever
+// the scenario (every instant of the command's task is attributed once).
+func checkPhases(t *testing.T, seed uint64, step int, res *ndst.Result) {
+	t.Helper()
+	if res == nil || res.VirtualNS == nil {
+		return
+	}
+	var sum int64
+	for _, p := range res.Phases {
+		if p.CPUNS < 0 || p.WaitNS < 0 {
+			t.Fatalf("scenario %d step %d: phase %+v is negative", seed, step, p)
+		}
+		sum += p.TotalNS()
+	}
+	if sum != *res.VirtualNS {
+		t.Fatalf("scenario %d step %d: phases %+v sum to %d ns, the %s took %d ns", seed, step, res.Phases, sum, res.Op, *res.VirtualNS)
 	}
 }
