@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Backend is one implementation of the driver contract.
@@ -60,6 +61,15 @@ type DelRequest struct {
 	// "ip link del"), instead of one batch for the whole range on
 	// profiles and backends that batch.
 	OneByOne bool
+	// GiveUp bounds the real-kernel backends' wait for each teardown
+	// request: after it the command ends with ResultStuck (the request
+	// stays with the kernel). 0 means the backend's default. The emulated
+	// kernel takes its give-up time from its configuration.
+	GiveUp time.Duration
+	// Attribute asks the real-kernel backends to sample the deleting
+	// thread's kernel stack and split the time into Result.Phases (the
+	// emulated kernel always attributes).
+	Attribute bool
 }
 
 // ListRequest asks for a listing; PageSize > 0 reads the registry in pages of
@@ -184,9 +194,48 @@ type Result struct {
 	// Stuck lists the devices that still had references when a stuck run
 	// gave up.
 	Stuck []StuckDevice `json:"stuck,omitempty"`
+	// Verdict judges a stuck run on the real kernel: a leak or slow, with
+	// the figures that decided it.
+	Verdict *Verdict `json:"verdict,omitempty"`
 	// KernelLog holds the emulated kernel's messages (printk), each with
-	// its virtual timestamp, as dmesg would show them.
+	// its virtual timestamp, as dmesg would show them; for the real kernel,
+	// the lines of its log since the command started that concern
+	// teardown ("waiting for X to become free", ref_tracker).
 	KernelLog []string `json:"kernel_log,omitempty"`
+}
+
+// Verdict kinds.
+const (
+	// VerdictLeak: the wait lasted far longer than the host's grace
+	// periods take, so what is waited for is a held reference, not RCU.
+	VerdictLeak = "leak"
+	// VerdictSlow: the wait was not long enough, against the host's grace
+	// periods or given where the kernel was, to call it a leak.
+	VerdictSlow = "slow"
+)
+
+// Verdict says whether a stuck teardown on the real kernel is a leak or
+// slow, and from which figures.
+type Verdict struct {
+	Kind string `json:"kind"` // VerdictLeak or VerdictSlow
+	// Why is the sentence with the figures that decided it.
+	Why string `json:"why"`
+	// WaitedNS is how long the unfinished request was waited for.
+	WaitedNS int64 `json:"waited_ns"`
+	// GracePeriodNS is the host's grace-period latency when the command
+	// gave up: the median of GracePeriodSamples membarrier calls; nil when
+	// it could not be measured.
+	GracePeriodNS      *int64 `json:"grace_period_ns"`
+	GracePeriodSamples int    `json:"grace_period_samples,omitempty"`
+	// Ratio is WaitedNS over GracePeriodNS, and LeakRatio the ratio from
+	// which a wait counts as a leak.
+	Ratio     float64 `json:"ratio,omitempty"`
+	LeakRatio float64 `json:"leak_ratio"`
+	// KernelState is the phase the waiting thread was in when the command
+	// gave up, read from its kernel stack ("" when unreadable).
+	KernelState string `json:"kernel_state,omitempty"`
+	// Waiting counts the kernel's "waiting for ... to become free" lines.
+	Waiting int `json:"waiting_lines"`
 }
 
 // StuckDevice is a device that kept references past the give-up time.
