@@ -327,19 +327,23 @@ wait_for_idle() {
 }
 
 passes=()
-run_pass() { # recorder stack_us
-	local rec=$1 us=$2 v name
-	v=$(<"$fqs_param")
+# run_pass FQS RECORDER STACK_US: jiffies_till_first_fqs is set only for the
+# recording itself, after the links exist and the CPUs are idle enough.
+run_pass() {
+	local v=$1 rec=$2 us=$3 name
+	[[ $v == current ]] && v=$fqs_orig
 	name=fqs$v-$rec
 	((us > 0)) && name+=-stacks
 	make_links "$name"
 	wait_for_idle
 	echo "$prog: pass $name (CPU idle before: $idle_line)" >&2
 	echo "[$name] CPU idle share in the 0.5 s before: $idle_line" >>"$out/meta.txt"
+	[[ $v == "$fqs_orig" ]] || set_fqs "$v"
 	case $rec in
 	tracefs) tracefs_pass "$name" "$us" ;;
 	perf) perf_pass "$name" ;;
 	esac
+	restore_fqs
 	drop_links
 	"$tool" -expect "$k" -timelines 3 "$trace_file" >"$out/$name.txt" ||
 		{ cat "$out/$name.txt" >&2; die "analysis of $trace_file failed"; }
@@ -347,11 +351,9 @@ run_pass() { # recorder stack_us
 }
 
 for v in "${fqs_values[@]}"; do
-	set_fqs "$v"
-	[[ $recorder == perf ]] || run_pass tracefs 0
-	[[ $recorder == tracefs ]] || run_pass perf 0
-	((stacks)) && run_pass tracefs "$stack_us"
-	restore_fqs
+	[[ $recorder == perf ]] || run_pass "$v" tracefs 0
+	[[ $recorder == tracefs ]] || run_pass "$v" perf 0
+	if ((stacks)); then run_pass "$v" tracefs "$stack_us"; fi
 done
 
 for name in "${passes[@]}"; do

@@ -155,3 +155,41 @@ func TestErrors(t *testing.T) {
 		t.Errorf("one tick: err %v", err)
 	}
 }
+
+// A fresh tracefs excerpt: the delete runs on CPU1, whose switches out of
+// the idle task are never recorded (runs are found from the tasks' own
+// events), CPU0 is idle, and the run subcommand's markers name the task and
+// carry its /proc/PID/stack samples.
+func TestTracefsStacksOnCPU1(t *testing.T) {
+	a := analyzeFile(t, "tracefs-fqs1-stacks.txt")
+	if a.Work.TID != 2204 || a.Work.Source != "marker" {
+		t.Fatalf("workload %+v", a.Work)
+	}
+	if sw := a.IdleSwitches[1]; sw[0] == 0 || sw[1] != 0 {
+		t.Fatalf("cpu1 idle switches in/out %v, want some in and none out", sw)
+	}
+	if len(a.Deletes) != 1 {
+		t.Fatalf("%d deletes", len(a.Deletes))
+	}
+	d := a.Deletes[0]
+	if e := d.EndJ(a.Grid); e != 4 {
+		t.Fatalf("ends at J+%d", e)
+	}
+	wantStep(t, a, d, "ip blocks (final wait)", 0, "in rcu_barrier < netdev_run_todo < rtnl_dellink < netlink_rcv_skb")
+	wantStep(t, a, d, "RCU softirq cpu1 J+1", 1, "wakes rcu_preempt")
+	wantStep(t, a, d, "GP kthread run #1", 1, "woken by RCU softirq")
+	wantStep(t, a, d, "FQS timer armed #1", 1, "expires J+2, bucket_expiry J+3 (+1)")
+	wantStep(t, a, d, "FQS timer #1 fires", 3, "= its bucket_expiry")
+	wantStep(t, a, d, "GP kthread run #2", 3, "woken by TIMER softirq (process_timeout)")
+	wantStep(t, a, d, "ip woken (final)", 4, "by RCU softirq (in the idle task)")
+	wantStep(t, a, d, "ip runs after the wakeup", 4, "within 0.1 ms")
+	if d.UnseenSwitchIns == 0 {
+		t.Error("no run without a recorded switch-in was noticed")
+	}
+	if q := d.QuietCPUs(a.CPUs); len(q) != 1 || q[0] != 0 {
+		t.Errorf("quiet CPUs %v, want [0]", q)
+	}
+	if a.NStacks != 13 || a.Stacks["rcu_barrier < netdev_run_todo < rtnl_dellink < netlink_rcv_skb"] != 13 {
+		t.Errorf("stack samples %d: %v", a.NStacks, a.Stacks)
+	}
+}

@@ -43,6 +43,7 @@ func (a *Analysis) Report(w io.Writer, ro ReportOptions) {
 	} else {
 		fmt.Fprintf(w, "GP kthread: %s not seen in the trace\n", a.GPComm)
 	}
+	a.reportCompleteness(w)
 	a.reportHistogram(w)
 	if ro.PerDelete {
 		a.reportPerDelete(w)
@@ -73,6 +74,34 @@ func (a *Analysis) Report(w io.Writer, ro ReportOptions) {
 	}
 	for _, d := range pick {
 		a.reportTimeline(w, d)
+	}
+}
+
+// reportCompleteness says where the trace visibly lacks events.
+func (a *Analysis) reportCompleteness(w io.Writer) {
+	g := a.Grid
+	tickless, hit := 0, 0
+	for _, d := range a.Deletes {
+		if n := d.TicklessJiffies(g); n > 0 {
+			tickless += n
+			hit++
+		}
+	}
+	if tickless > 0 {
+		fmt.Fprintf(w, "WARNING: %d deletes have jiffies without any recorded tick (%d jiffies in all): with a callback waiting some CPU keeps its tick, so the recorder lost events there\n", hit, tickless)
+	}
+	for _, c := range a.CPUs {
+		in, out := a.IdleSwitches[c][0], a.IdleSwitches[c][1]
+		if in > 0 && out == 0 {
+			fmt.Fprintf(w, "note: cpu%d: %d switches into its idle task recorded, none out of it; runs that follow are taken from the task's own first event\n", c, in)
+		}
+	}
+	unseen := 0
+	for _, d := range a.Deletes {
+		unseen += d.UnseenSwitchIns
+	}
+	if unseen > 0 {
+		fmt.Fprintf(w, "note: %d runs of the deleting task or the GP kthread during the deletes had no recorded switch-in\n", unseen)
 	}
 }
 
@@ -310,7 +339,11 @@ func (a *Analysis) reportTimeline(w io.Writer, d *Delete) {
 			}
 			lastSample = it.Detail
 		}
-		fmt.Fprintf(w, "  %+8.3f ms cpu%d J+%d@%.2f  %-34s %s\n", ms(it.T-d.Call.Start), it.CPU, g.Index(it.T)-d.J0, ms(g.Offset(it.T)), it.Label, it.Detail)
+		det := it.Detail
+		if it.Note != "" {
+			det = strings.TrimSpace(det + " [" + it.Note + "]")
+		}
+		fmt.Fprintf(w, "  %+8.3f ms cpu%d J+%d@%.2f  %-34s %s\n", ms(it.T-d.Call.Start), it.CPU, g.Index(it.T)-d.J0, ms(g.Offset(it.T)), it.Label, det)
 	}
 }
 

@@ -17,35 +17,38 @@ type Item struct {
 	Detail string
 	Who    string // for wakeups: the waker's context
 	key    bool
-	passes int // RCU softirq items: softirq runs merged into this one // a milestone: shown in the summary, not only in the timeline
+	passes int    // RCU softirq items: softirq runs merged into this one
+	Note   string // shown in the timeline only // a milestone: shown in the summary, not only in the timeline
 }
 
 // Delete is one RTM_DELLINK sendmsg and what the trace shows during it.
 type Delete struct {
-	N          int
-	Call       Call
-	J0         int64 // grid index of the sendmsg entry
-	Timeline   []Item
-	CPUEvents  map[int]int // events recorded per CPU during the call
-	CPUTicks   map[int]int // tick interrupts per CPU during the call
-	Blocks     int         // times the task was switched out blocked
-	Preempts   int         // times it was switched out runnable (state R)
-	ExpWakes   int         // wakeups of the expedited-GP kthread
-	GPRuns     []string    // "J+1 by RCU softirq", one per GP kthread run
-	FQSArmed   []string    // "J+1 timeout=1 expires J+2 bucket J+3"
-	FQSFired   []string    // "J+3"
-	FQSCancel  []string    // "J+2"
-	WokenBy    string      // context of the final wakeup: "RCU softirq"
-	BlockedIn  string      // condensed kernel stack while blocked (stack samples)
-	Samples    int         // stack samples taken during the call
-	BlockJ     int64       // J+n of the final block
-	WokenJ     int64
-	HaveWoken  bool
-	RanJ       int64 // J+n at which the task ran again after the final wakeup
-	HaveRan    bool
-	finalBlock int // index into Timeline
-	finalWake  int
-	softByJ    map[[2]int64]int // (cpu, J+n) -> RCU softirq item
+	N               int
+	Call            Call
+	J0              int64 // grid index of the sendmsg entry
+	Timeline        []Item
+	CPUEvents       map[int]int // events recorded per CPU during the call
+	CPUTicks        map[int]int // tick interrupts per CPU during the call
+	Blocks          int         // times the task was switched out blocked
+	Preempts        int         // times it was switched out runnable (state R)
+	UnseenSwitchIns int         // runs of the task or GP kthread whose switch-in the trace lacks
+	ExpWakes        int         // wakeups of the expedited-GP kthread
+	GPRuns          []string    // "J+1 by RCU softirq", one per GP kthread run
+	FQSArmed        []string    // "J+1 timeout=1 expires J+2 bucket J+3"
+	FQSFired        []string    // "J+3"
+	FQSCancel       []string    // "J+2"
+	WokenBy         string      // context of the final wakeup: "RCU softirq"
+	BlockedIn       string      // condensed kernel stack while blocked (stack samples)
+	Samples         int         // stack samples taken during the call
+	BlockJ          int64       // J+n of the final block
+	WokenJ          int64
+	HaveWoken       bool
+	RanJ            int64 // J+n at which the task ran again after the final wakeup
+	HaveRan         bool
+	finalBlock      int // index into Timeline
+	finalWake       int
+	softByJ         map[[2]int64]int // (cpu, J+n) -> RCU softirq item
+	tickJ           map[int64]bool   // J+n in which some CPU's tick was recorded
 }
 
 // EndJ is the jiffy (J+n) in which sendmsg returned.
@@ -90,6 +93,8 @@ type Analysis struct {
 	NStacks  int
 	Counts   map[string]int // events per name
 	CPUCount map[int]int    // events per CPU over the whole trace
+	// IdleSwitches[cpu] = {switches into the idle task, switches out of it}
+	IdleSwitches map[int][2]int
 }
 
 // Analyze builds the per-delete timelines.
@@ -97,7 +102,7 @@ func Analyze(t *Trace, o Options) (*Analysis, error) {
 	if len(t.Events) == 0 {
 		return nil, fmt.Errorf("no trace events found (%d lines not understood)", t.Skipped)
 	}
-	a := &Analysis{Trace: t, Stacks: map[string]int{}, Counts: map[string]int{}, CPUCount: map[int]int{}}
+	a := &Analysis{Trace: t, Stacks: map[string]int{}, Counts: map[string]int{}, CPUCount: map[int]int{}, IdleSwitches: map[int][2]int{}}
 	g, err := EstimateGrid(t.Events, o.HZ)
 	if err != nil {
 		return nil, err
@@ -127,8 +132,19 @@ func Analyze(t *Trace, o Options) (*Analysis, error) {
 	}
 	for i := range t.Events {
 		cpuSet[t.Events[i].CPU] = true
-		a.Counts[t.Events[i].Name]++
-		a.CPUCount[t.Events[i].CPU]++
+		ev := &t.Events[i]
+		a.Counts[ev.Name]++
+		a.CPUCount[ev.CPU]++
+		if ev.Name == "sched_switch" {
+			sw := a.IdleSwitches[ev.CPU]
+			if n, _ := ev.ArgInt("next_pid"); n == 0 {
+				sw[0]++
+			}
+			if p, _ := ev.ArgInt("prev_pid"); p == 0 {
+				sw[1]++
+			}
+			a.IdleSwitches[ev.CPU] = sw
+		}
 	}
 	for c := range cpuSet {
 		a.CPUs = append(a.CPUs, c)
@@ -137,7 +153,7 @@ func Analyze(t *Trace, o Options) (*Analysis, error) {
 	for i, c := range calls {
 		a.Deletes = append(a.Deletes, &Delete{N: i + 1, Call: c, J0: g.Index(c.Start),
 			CPUEvents: map[int]int{}, CPUTicks: map[int]int{}, finalBlock: -1, finalWake: -1,
-			softByJ: map[[2]int64]int{}})
+			softByJ: map[[2]int64]int{}, tickJ: map[int64]bool{}})
 	}
 	a.walk()
 	return a, nil
@@ -187,6 +203,7 @@ func (a *Analysis) walk() {
 	softItem := map[int]int{} // cpu -> index of the open RCU-softirq item in cur.Timeline
 	gpWaker := ""
 	gpRun := 0
+	ipOff, gpOff := false, false
 	di := 0
 	for i := range evs {
 		ev := &evs[i]
@@ -197,14 +214,45 @@ func (a *Analysis) walk() {
 		if di < len(a.Deletes) && a.Deletes[di].Call.StartEv <= i {
 			cur = a.Deletes[di]
 		}
+		// Some switch-ins are never recorded (here: every switch out of
+		// CPU1's idle task). A task that was seen going off the CPU and
+		// then records an event of its own is running again.
+		ipBack := ev.TID == tid && ipOff && !isSwitchTo(ev, tid)
+		gpBack := ev.TID == gp && gpOff && !isSwitchTo(ev, gp)
+		if ipBack {
+			ipOff = false
+		}
+		if gpBack {
+			gpOff = false
+		}
+		if ev.Name == "sched_waking" || ev.Name == "sched_wakeup" {
+			// a task being woken was off the CPU
+			switch p, _ := ev.ArgInt("pid"); int(p) {
+			case tid:
+				ipOff = true
+			case gp:
+				gpOff = true
+			}
+		}
+		if ev.Name == "sched_switch" {
+			prev, _ := ev.ArgInt("prev_pid")
+			next, _ := ev.ArgInt("next_pid")
+			switch {
+			case int(prev) == tid:
+				ipOff = true
+			case int(next) == tid:
+				ipOff = false
+			}
+			switch {
+			case int(prev) == gp:
+				gpOff = true
+			case int(next) == gp:
+				gpOff = false
+			}
+		}
 		if cur == nil {
 			// The GP kthread's timer can be armed before a delete starts;
 			// keep following it, and the contexts, outside deletes too.
-			if ev.Name == "sched_switch" {
-				if p, _ := ev.ArgInt("next_pid"); int(p) == gp {
-					gpRun = 0
-				}
-			}
 			ctx.Observe(ev)
 			continue
 		}
@@ -218,6 +266,28 @@ func (a *Analysis) walk() {
 			return len(cur.Timeline) - 1
 		}
 		cur.CPUEvents[ev.CPU]++
+		const unseen = "switch-in not recorded: first event of its own"
+		if ipBack {
+			k := add("ip runs", "", false)
+			cur.Timeline[k].Note = unseen
+		}
+		gpStart := func(note string) {
+			gpRun++
+			w := gpWaker
+			if w == "" {
+				w = "?"
+			}
+			k := add(fmt.Sprintf("GP kthread run #%d", gpRun), "woken by "+w, true)
+			cur.Timeline[k].Note = note
+			cur.GPRuns = append(cur.GPRuns, fmt.Sprintf("J+%d:%s", rel(ev.TS), shortCtx(w)))
+			if note != "" {
+				cur.UnseenSwitchIns++
+			}
+			gpWaker = ""
+		}
+		if gpBack {
+			gpStart(unseen)
+		}
 		switch ev.Name {
 		case "sys_enter_sendmsg":
 			if i == cur.Call.StartEv {
@@ -230,6 +300,7 @@ func (a *Analysis) walk() {
 		case "hrtimer_expire_entry":
 			if isTick(ev) {
 				cur.CPUTicks[ev.CPU]++
+				cur.tickJ[rel(ev.TS)] = true
 				add("tick", "", false)
 			}
 		case "softirq_entry":
@@ -305,18 +376,14 @@ func (a *Analysis) walk() {
 			if int(next) == tid {
 				add("ip runs", "", false)
 			}
+			if ipBack && int(prev) == tid {
+				cur.UnseenSwitchIns++
+			}
 			if int(prev) == gp {
 				add("GP kthread sleeps", "state "+ev.Arg("prev_state"), false)
 			}
 			if int(next) == gp {
-				gpRun++
-				w := gpWaker
-				if w == "" {
-					w = "?"
-				}
-				add(fmt.Sprintf("GP kthread run #%d", gpRun), "woken by "+w, true)
-				cur.GPRuns = append(cur.GPRuns, fmt.Sprintf("J+%d:%s", rel(ev.TS), shortCtx(w)))
-				gpWaker = ""
+				gpStart("")
 			}
 		case "timer_start":
 			if ev.TID == gp && ev.Arg("function") == "process_timeout" {
@@ -502,4 +569,26 @@ func expiresNext(evs []Event, i int) bool {
 		}
 	}
 	return false
+}
+
+// isSwitchTo reports whether ev is the sched_switch that puts pid on the CPU.
+func isSwitchTo(ev *Event, pid int) bool {
+	if ev.Name != "sched_switch" {
+		return false
+	}
+	n, _ := ev.ArgInt("next_pid")
+	return int(n) == pid
+}
+
+// TicklessJiffies counts the jiffies J+1 .. J+end of the delete in which no
+// CPU's tick was recorded. While the barrier callback waits some CPU keeps
+// its tick, so a tickless jiffy means the recorder lost events.
+func (d *Delete) TicklessJiffies(g Grid) int {
+	n := 0
+	for j := int64(1); j <= d.EndJ(g); j++ {
+		if !d.tickJ[j] {
+			n++
+		}
+	}
+	return n
 }
