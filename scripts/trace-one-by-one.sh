@@ -25,7 +25,7 @@
 # stopped is reported differently from a busy one), so before each pass the
 # script measures every CPU's idle share over half a second and records it;
 # --wait-idle SECS first waits, up to SECS, for all CPUs to be at least 90%
-# idle (it goes on, and says so, if they never are).
+# idle for two seconds (it goes on, and says so, if they never are).
 #
 # Output: DIR (default /tmp/ndst-trace-DATE-PID) holds meta.txt (kernel,
 # parameters, load, lost-event counts), PASS.trace (tracefs text) or
@@ -315,13 +315,17 @@ cpu_idle() {
 	idle_line=${out% }
 }
 
+# wait_for_idle: with --wait-idle, wait (bounded) until every CPU was at
+# least 90% idle in four half-second readings in a row.
 wait_for_idle() {
-	local deadline=$((SECONDS + wait_idle))
+	local deadline=$((SECONDS + wait_idle)) calm=0
 	cpu_idle
-	while ((min_idle < 90 && SECONDS < deadline)); do
+	while ((wait_idle > 0 && SECONDS < deadline)); do
+		if ((min_idle >= 90)); then calm=$((calm + 1)); else calm=0; fi
+		((calm >= 4)) && break
 		cpu_idle
 	done
-	if ((wait_idle > 0 && min_idle < 90)); then
+	if ((wait_idle > 0 && calm < 4)); then
 		echo "$prog: the CPUs were not all 90% idle within ${wait_idle}s ($idle_line); tracing anyway" >&2
 	fi
 }

@@ -49,7 +49,7 @@ func analyzeMain(args []string) int {
 	fd := fs.Int64("fd", -1, "fd of the RTM_DELLINK socket (-1: the fd whose sendmsg calls took longest)")
 	ncpu := fs.Int("cpus", 0, "CPUs of the traced machine (0: from the trace header, else the CPUs that have events)")
 	gp := fs.String("gp-kthread", "", "grace-period kthread name (default: rcu_preempt, else rcu_sched)")
-	timelines := fs.Int("timelines", 2, "print the full timeline of this many deletes (and of the first delete of every other end jiffy)")
+	timelines := fs.Int("timelines", 2, "print the full timeline of this many deletes of the most common end jiffy (and of the first delete of every other end jiffy)")
 	perDelete := fs.Bool("per-delete", true, "print one line per delete")
 	expect := fs.Int("expect", 0, "expected number of deletes; a different count is reported as an error (exit 1)")
 	fs.Usage = func() {

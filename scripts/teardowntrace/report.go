@@ -10,7 +10,7 @@ import (
 
 // ReportOptions choose what the report prints.
 type ReportOptions struct {
-	Timelines int  // full timelines for this many deletes (first ones, plus the first of every other end jiffy)
+	Timelines int  // full timelines of this many deletes of the most common end jiffy, plus the first of every other one
 	PerDelete bool // one line per delete
 	Name      string
 }
@@ -52,23 +52,21 @@ func (a *Analysis) Report(w io.Writer, ro ReportOptions) {
 		a.reportSummary(w, grp.endJ, grp.dels)
 	}
 	a.reportStacks(w)
-	shown := map[int]bool{}
+	// Timelines: the first deletes of the most common end jiffy, then the
+	// first delete of every other end jiffy.
 	var pick []*Delete
-	for _, d := range a.Deletes {
-		if len(pick) < ro.Timelines {
-			pick = append(pick, d)
-			shown[d.N] = true
-		}
-	}
 	if ro.Timelines > 0 {
-		seen := map[int64]bool{}
-		for _, d := range pick {
-			seen[d.EndJ(g)] = true
-		}
-		for _, d := range a.Deletes {
-			if !seen[d.EndJ(g)] && !shown[d.N] {
+		for k, grp := range a.groups() {
+			n := 1
+			if k == 0 {
+				n = ro.Timelines
+			}
+			for _, d := range grp.dels {
+				if n == 0 {
+					break
+				}
 				pick = append(pick, d)
-				seen[d.EndJ(g)] = true
+				n--
 			}
 		}
 	}
