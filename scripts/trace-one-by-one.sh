@@ -34,9 +34,13 @@
 #
 # Everything it creates (network namespaces, the tracefs instance, perf's
 # data file, temporary files) is removed on every exit path, and
-# jiffies_till_first_fqs is put back. tracefs is mounted, if it is not already,
-# only inside a private mount namespace of this script (perf mounts it itself
-# otherwise, on the host). It installs nothing.
+# jiffies_till_first_fqs is put back. It runs in a private mount namespace of
+# its own: tracefs is mounted there if the host has not mounted it (perf would
+# otherwise mount it on the host), and the namespace names live in a private
+# /run/netns (so the host's `ip netns list` does not see them, and a killed
+# run leaves no namespace behind). A run killed with SIGKILL leaves its tracefs
+# instance and possibly the changed parameter (noted in /run/ndst-trace-fqs-PID);
+# the next run removes and restores them. It installs nothing.
 #
 # Exit: 0 ok, 1 a step failed (or not root), 2 usage, 3 a needed tool is missing
 # (perf: Debian package linux-perf; go: the Go toolchain; ip: iproute2).
@@ -44,7 +48,7 @@ set -euo pipefail
 
 prog=trace-one-by-one
 usage() {
-	sed -n '4,5p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,6p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 die() { echo "$prog: $*" >&2; exit 1; }
@@ -112,6 +116,7 @@ fqs_param=/sys/module/rcutree/parameters/jiffies_till_first_fqs
 [[ -r $fqs_param ]] || die "$fqs_param not found (not Tree RCU?)"
 fqs_orig=$(<"$fqs_param")
 fqs_changed=0
+fqs_note=/run/ndst-trace-fqs-$$
 ns=""
 inst=""
 tmp=$(mktemp -d /tmp/ndst-trace-tmp.XXXXXX)
@@ -131,6 +136,7 @@ cleanup() {
 	if ((fqs_changed)); then
 		if echo "$fqs_orig" >"$fqs_param"; then
 			fqs_changed=0
+			rm -f "$fqs_note"
 		else
 			echo "$prog: WARNING: could not restore $fqs_param to $fqs_orig" >&2
 		fi
@@ -154,10 +160,39 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
+# The namespace's name lives in a /run/netns of this mount namespace only:
+# the host's `ip netns list` never sees it, and if this script is killed
+# outright the namespace goes away with the mount namespace.
+mkdir -p /run/netns && mount -t tmpfs -o size=1m,mode=0755 ndst-trace /run/netns ||
+	die "cannot mount a private /run/netns"
 if ! grep -q ' /sys/kernel/tracing tracefs ' /proc/self/mounts; then
 	mount -t tracefs nodev /sys/kernel/tracing || die "cannot mount tracefs"
 fi
 tracing=/sys/kernel/tracing
+
+# A run killed with SIGKILL cannot clean up: its tracefs instance stays, and
+# jiffies_till_first_fqs may stay changed. Undo what such a run of this script
+# left (named after its pid, which must no longer exist).
+for d in "$tracing"/instances/ndst-trace-*; do
+	[[ -d $d ]] || continue
+	p=${d##*/ndst-trace-}
+	p=${p%%-*}
+	[[ $p =~ ^[0-9]+$ ]] && ! kill -0 "$p" 2>/dev/null || continue
+	echo 0 >"$d/tracing_on" 2>/dev/null
+	rmdir "$d" && echo "$prog: removed ${d##*/}, left by an earlier run that was killed" >&2
+done
+for f in /run/ndst-trace-fqs-*; do
+	[[ -f $f ]] || continue
+	p=${f##*-}
+	[[ $p =~ ^[0-9]+$ ]] && ! kill -0 "$p" 2>/dev/null || continue
+	read -r was set_to <"$f" || continue
+	if [[ $(<"$fqs_param") == "$set_to" && $was =~ ^[0-9]+$ ]]; then
+		echo "$was" >"$fqs_param" &&
+			echo "$prog: restored jiffies_till_first_fqs=$was, left at $set_to by an earlier run that was killed" >&2
+	fi
+	rm -f "$f"
+done
+fqs_orig=$(<"$fqs_param") # after any such restore
 
 # Tracepoints: the required ones, then those that help when present.
 required=(sched/sched_switch sched/sched_waking syscalls/sys_enter_sendmsg syscalls/sys_exit_sendmsg
@@ -225,6 +260,7 @@ set_fqs() { # value
 	local v=$1
 	[[ $v == current ]] && return 0
 	fqs_changed=1
+	echo "$fqs_orig $v" >"$fqs_note" # for a later run, should this one be killed
 	echo "$v" >"$fqs_param" || die "cannot write $v to $fqs_param"
 	[[ $(<"$fqs_param") == "$v" ]] || die "$fqs_param reads $(<"$fqs_param") after writing $v"
 }
@@ -232,6 +268,7 @@ restore_fqs() {
 	if ((fqs_changed)); then
 		echo "$fqs_orig" >"$fqs_param" || die "cannot restore $fqs_param to $fqs_orig"
 		fqs_changed=0
+		rm -f "$fqs_note"
 	fi
 }
 
