@@ -147,6 +147,7 @@ func (g *classic) startBatch() {
 		return
 	}
 	g.cur++
+	g.r.traceGP(g.cur, true)
 	g.started = g.r.e.Now()
 	g.r.stats.GPsStarted++
 	g.r.stall.reset()
@@ -196,6 +197,7 @@ func (g *classic) checkQS(d *cpuData) {
 
 func (g *classic) complete() {
 	g.completed = g.cur
+	g.r.traceGP(g.completed, false)
 	g.r.stats.GPsCompleted++
 	g.r.stats.GPTime += g.r.e.Now() - g.started
 	g.startBatch()

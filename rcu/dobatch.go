@@ -44,6 +44,9 @@ func (r *RCU) doBatch(d *cpuData) {
 			break
 		}
 	}
+	if r.e.Tracing() {
+		r.e.TraceInstant(c.ID, "rcu", "callbacks invoked", map[string]any{"left_ready": d.cbs.segLen(segDone)})
+	}
 	if d.blimit > r.cfg.BatchLimit && d.cbs.len() <= r.cfg.QLowMark {
 		d.blimit = r.cfg.BatchLimit
 	}

@@ -357,3 +357,17 @@ func (r *RCU) readerFree(c *sim.CPU) bool {
 	t := c.Curr()
 	return t != nil && t.PreemptCount() == 0 && nestingOf(t).nesting == 0
 }
+
+// traceGP marks a grace period's start or end in the trace.
+func (r *RCU) traceGP(n uint64, begin bool) {
+	if r.e.Tracing() {
+		r.e.TraceAsync("rcu", fmt.Sprintf("GP %d", n), fmt.Sprintf("gp%d", n), begin)
+	}
+}
+
+// traceQS marks a CPU's quiescent state being reported.
+func (r *RCU) traceQS(cpu int, how string) {
+	if r.e.Tracing() {
+		r.e.TraceInstant(cpu, "rcu", "QS reported", map[string]any{"by": how})
+	}
+}

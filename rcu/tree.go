@@ -215,6 +215,7 @@ func (g *tree) checkQS(d *cpuData) {
 	}
 	c.coreNeedsQS = false
 	g.accelerateCBs(d) // "this GP can't end until this CPU checks in"
+	g.r.traceQS(d.cpu.ID, "its own rcu_core")
 	g.report(d.cpu.ID)
 }
 
@@ -251,6 +252,7 @@ func (g *tree) gpKthread(t *sim.Task) {
 // gpInit is rcu_gp_init.
 func (g *tree) gpInit(t *sim.Task) {
 	g.gpNum++
+	g.r.traceGP(g.gpNum, true)
 	g.started = g.r.e.Now()
 	g.fqsFlag = false
 	g.r.stats.GPsStarted++
@@ -304,6 +306,7 @@ func (g *tree) fqs(first bool) {
 		}
 		switch {
 		case idle:
+			g.r.traceQS(i, "FQS scan (idle)")
 			g.report(i)
 		case push:
 			d.cpu.SetNeedResched() // resched_cpu
@@ -324,6 +327,7 @@ func (g *tree) holdoutPushDelay() sim.Time {
 func (g *tree) gpCleanup(t *sim.Task) {
 	t.Charge(g.r.cfg.KthreadCost)
 	g.completed = g.gpNum
+	g.r.traceGP(g.completed, false)
 	g.r.stats.GPsCompleted++
 	g.r.stats.GPTime += g.r.e.Now() - g.started
 	d := g.r.cpus[t.CPU().ID]

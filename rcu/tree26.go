@@ -138,6 +138,7 @@ func (g *tree26) startGP(d *cpuData) {
 		return
 	}
 	g.gpnum++
+	g.r.traceGP(g.gpnum, true)
 	g.started = g.r.e.Now()
 	g.forceQSAt = g.r.e.Jiffies() + tree26ForceQSJiffies
 	g.signaled = fqsSaveDyntick
@@ -216,10 +217,12 @@ func (g *tree26) quiet(i int, cur *cpuData) {
 	g.qsmask[i] = false
 	g.nqs--
 	g.r.stats.QSReports++
+	g.r.traceQS(i, "cpu_quiet")
 	if g.nqs > 0 {
 		return
 	}
 	g.completed = g.gpnum
+	g.r.traceGP(g.completed, false)
 	g.r.stats.GPsCompleted++
 	g.r.stats.GPTime += g.r.e.Now() - g.started
 	g.processGPEnd(cur)

@@ -40,6 +40,8 @@ type CPU struct {
 
 	// touched is when the CPU's watchdog thread last ran.
 	touched Time
+	// traceTask is the task whose run the trace is timing on this CPU.
+	traceTask *Task
 
 	// Accounting, by Mode. Busy[ModeIRQ] is interrupt and softirq work
 	// done at interrupt exit, whether it interrupted a task or idle.
@@ -182,6 +184,16 @@ func (c *CPU) switchOut(t *Task) {
 }
 
 func (c *CPU) noteSwitch() {
+	if c.e.trace != nil {
+		name := "idle"
+		if c.traceTask != nil {
+			name = c.traceTask.Name
+		}
+		if name != "idle" {
+			c.e.traceSpan(tracePidCPUs, c.ID, "sched", name, c.lastSwitch, nil)
+		}
+		c.traceTask = c.curr
+	}
 	c.lastSwitch = c.e.now
 	c.Switches++
 	c.e.stats.ContextSwitches++
@@ -283,6 +295,9 @@ func (c *CPU) hooksNeedTick() bool {
 func (c *CPU) tick() {
 	c.tickEv = nil
 	c.e.stats.Ticks++
+	if c.e.trace != nil {
+		c.e.TraceInstant(c.ID, "irq", "tick", nil)
+	}
 	mode := c.Mode()
 	nested := c.inIRQWork()
 	if nested {

@@ -171,6 +171,8 @@ type Engine struct {
 	tasks    []*Task
 	nextTask int
 	hooks    []Hooks
+	// trace, when set, records the run (trace.go).
+	trace *Trace
 	// curCPU is the CPU whose code (a task or an interrupt) runs now, as
 	// far as the engine knows: the waker of a wake-up.
 	curCPU   *CPU

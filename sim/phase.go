@@ -29,6 +29,9 @@ func (t *Task) SetPhase(p string) string {
 	prev := ps.name
 	if prev != "" {
 		ps.add(prev, ps.cpu, t.e.now-ps.since)
+		if t.e.trace != nil {
+			t.e.traceSpan(tracePidTasks, t.PID, "phase", prev, ps.since, map[string]any{"cpu_us": us(ps.cpu)})
+		}
 	}
 	ps.name, ps.since, ps.cpu = p, t.e.now, 0
 	return prev

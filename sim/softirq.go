@@ -127,8 +127,12 @@ func (c *CPU) runSoftirqsAtIRQExit() {
 		return
 	}
 	c.softCtx = softirqIRQ
+	start := c.Clock()
 	c.doSoftirq()
 	c.softCtx = softirqNone
+	if c.e.trace != nil && c.Clock() > start {
+		c.e.emit(TraceEvent{Name: "softirq", Cat: "irq", Ph: "X", Ts: us(start), Dur: us(c.Clock() - start), Pid: tracePidCPUs, Tid: c.ID})
+	}
 }
 
 // wakeSoftirqd wakes (creating it the first time) the CPU's ksoftirqd.

@@ -64,6 +64,8 @@ type Task struct {
 	Value any
 	// phase attributes the task's time (phase.go).
 	phase phaseState
+	// sleepStart is when its current sleep began (for the trace).
+	sleepStart Time
 }
 
 // killed tasks unwind with this panic value.
@@ -255,6 +257,9 @@ func (t *Task) wakeIf(gen uint64) {
 // block gives up the CPU until a waker registered with prepareSleep's
 // generation calls wakeIf.
 func (t *Task) block() {
+	if t.e.trace != nil {
+		t.sleepStart = t.e.now
+	}
 	t.state = taskBlocked
 	t.e.stats.Sleeps++
 	t.cpu.switchOut(t)
@@ -265,6 +270,9 @@ func (t *Task) block() {
 func (t *Task) wake() {
 	if t.state != taskBlocked {
 		return
+	}
+	if t.e.trace != nil && t.started {
+		t.e.traceSpan(tracePidTasks, t.PID, "sched", "sleeping", t.sleepStart, map[string]any{"phase": t.phase.name})
 	}
 	t.e.stats.Wakeups++
 	t.state = taskRunnable

@@ -18,7 +18,7 @@ import (
 // that scripts may pass it to every emulated command.
 
 // emuFlags are the global settings of the emulated kernel.
-var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog", "hold", "ref-tracker"}
+var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog", "hold", "ref-tracker", "trace"}
 
 // netlinkFlags are the global settings of the real-kernel backends
 // (netlink, and module for --netns and the root-namespace flag).

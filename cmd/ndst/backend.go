@@ -19,7 +19,7 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		Profile: g.profile, Strategy: g.strategy, HZ: g.hz, CPUs: g.cpus,
 		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.emuWatchdog(),
 		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
-		GiveUp: g.giveUp, RefTracker: g.refTracker,
+		GiveUp: g.giveUp, RefTracker: g.refTracker, TracePath: g.trace,
 	}
 	for _, h := range g.holds {
 		x, err := emu.ParseHold(h)

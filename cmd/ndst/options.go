@@ -36,6 +36,7 @@ type globalOptions struct {
 	watchdog  time.Duration
 	// holds, giveUp and refTracker: --hold rules, --give-up, --ref-tracker.
 	holds      []string
+	trace      string
 	giveUp     time.Duration
 	refTracker bool
 	// watchdogSet: --watchdog was given (0 then turns the detector off).
@@ -81,6 +82,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
 	f.StringArrayVar(&g.holds, "hold", nil, "make a holder keep its reference: HOLDER[@DEVICE]=DURATION|forever (holders: in_device, arp_parms, inet6_dev, nd_parms, dst, route, socket, xfrm; repeatable)")
 	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "stop waiting for a device's references after this long and report the run as stuck (virtual time on the emulated kernel)")
+	f.StringVar(&g.trace, "trace", "", "write the emulated run as a Chrome trace-event JSON file (open it in Perfetto or chrome://tracing)")
 	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
 	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in virtual time (default: the kernel line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 

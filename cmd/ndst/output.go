@@ -83,6 +83,9 @@ func writeResultText(w io.Writer, r *ndst.Result, v textDetail) error {
 		fmt.Fprintf(&b, "per device: min %s, median %s, p99 %s, max %s\n",
 			fmtDur(l.MinNS), fmtDur(l.MedianNS), fmtDur(l.P99NS), fmtDur(l.MaxNS))
 	}
+	if r.Op == "del" {
+		writePhases(&b, r)
+	}
 	for i, l := range r.Explain {
 		label := "why:     "
 		if i > 0 {

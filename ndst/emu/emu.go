@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/ndst-project/ndst/netdev"
 	ph "github.com/ndst-project/ndst/phase"
 	"github.com/ndst-project/ndst/rcu"
+	"github.com/ndst-project/ndst/safefile"
 	"github.com/ndst-project/ndst/sim"
 	"github.com/ndst-project/ndst/statefile"
 	"github.com/ndst-project/ndst/waitrefs"
@@ -68,6 +70,9 @@ type Config struct {
 	// RefTracker lists the holders in the wait loop's warning, as kernels
 	// built with CONFIG_NET_DEV_REFCNT_TRACKER do (lines 6.1 on).
 	RefTracker bool
+	// TracePath, when set, receives the run as a Chrome trace-event JSON
+	// file (Perfetto, chrome://tracing).
+	TracePath string
 	// Printk, if set, receives every kernel message as it is logged.
 	Printk func(at time.Duration, msg string)
 }
@@ -89,6 +94,11 @@ type resolved struct {
 }
 
 func resolve(c Config) (*resolved, error) {
+	if c.TracePath != "" {
+		if err := safefile.CheckWritable(c.TracePath, safefile.FollowLinks); err != nil {
+			return nil, ndst.Usagef("--trace: %v", err)
+		}
+	}
 	if c.Profile == "" {
 		c.Profile = netdev.DefaultProfile
 	}
@@ -222,6 +232,8 @@ type kernel struct {
 	// task is the command's task, phases its time by phase.
 	task   *sim.Task
 	phases []sim.PhaseTime
+	// trace records the run for --trace.
+	trace *sim.Trace
 }
 
 const maxKernelLog = 64
@@ -257,6 +269,10 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	}
 	reg.RefTracker = r.cfg.RefTracker
 	k := &kernel{e: e, rcu: rc, reg: reg}
+	if r.cfg.TracePath != "" {
+		k.trace = &sim.Trace{}
+		e.SetTrace(k.trace)
+	}
 	e.SetLogger(func(at sim.Time, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		if len(k.log) < maxKernelLog {
@@ -304,6 +320,9 @@ func (k *kernel) run(ctx context.Context, body func(t *sim.Task, sys sim.Time)) 
 		t.SetMode(sim.ModeUser)
 		end = t.Now()
 		k.phases = t.Phases()
+		if k.e.Tracing() {
+			t.SetPhase("") // close the last phase's span
+		}
 	})
 	k.e.SetInterrupt(ctx.Err)
 	err := k.e.Run()
@@ -499,6 +518,14 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 		}
 	}
 	res.KernelLog = k.log
+	if k.trace != nil {
+		err := safefile.WriteFile(b.r.cfg.TracePath, 0o644, safefile.FollowLinks, func(w io.Writer) error { return k.trace.Write(w, k.e) })
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("--trace: %v", err))
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("wrote %s: the run as Chrome trace events (open it in https://ui.perfetto.dev or chrome://tracing)", b.r.cfg.TracePath))
+		}
+	}
 	if runErr != nil {
 		var lock *sim.LockupError
 		var stuck *netdev.StuckError
