@@ -269,17 +269,6 @@ func phaseBuckets(starts, lats []int64, period, origin int64, k int) []PhaseBuck
 	return out
 }
 
-// simPreempt maps the kernel's preemption word onto the emulated models.
-func simPreempt(p string) string {
-	switch p {
-	case "none", "voluntary", "full":
-		return p
-	case "lazy", "rt":
-		return "full"
-	}
-	return ""
-}
-
 // buildTable maps the measurements onto the cost table (see the package doc).
 func (r *Report) buildTable(now time.Time) {
 	def := costs.Default()

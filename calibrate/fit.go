@@ -54,8 +54,10 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 	}
 	pre := h.Preempt
 	switch pre {
-	case "", "none", "voluntary", "full":
-	case "lazy", "rt":
+	case "", "none", "voluntary", "full", "rt":
+	case "lazy":
+		// PREEMPT_LAZY preempts a normal task at the next tick at the latest;
+		// the emulator's nearest model is full preemption.
 		pre = "full"
 	default:
 		return emu.Config{}, fmt.Errorf("unknown preemption model %q", h.Preempt)
