@@ -145,7 +145,7 @@ func LoadContext(ctx context.Context, path string) (*State, error) {
 	if err := checkSum(hdr, crc.Sum32()); err != nil {
 		return nil, withPath(err, path)
 	}
-	st, err := decodeBody(body.String())
+	st, err := decodeBody(binary.LittleEndian.Uint16(hdr[6:]), body.String())
 	if err != nil {
 		return nil, withPath(err, path)
 	}

@@ -2,6 +2,7 @@ package statefile
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"math"
 )
@@ -21,7 +22,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Encode returns the file content for s, or an error wrapping ErrInvalid if s
-// breaks the State invariants.
+// breaks the State invariants. A State without namespaces and veth pairs is
+// written in format version 1, which every ndst reads; any other in version 2.
 func Encode(s *State) ([]byte, error) {
 	if s == nil {
 		return nil, invalidf("nil state")
@@ -34,26 +36,19 @@ func Encode(s *State) ([]byte, error) {
 		return nil, invalidf("%d devices is more than a state file holds", len(devs))
 	}
 	// Validate and size in one pass.
-	size := headerSize + bodyFixed
-	names := newNameSet(len(devs))
-	var prev int32
-	for i := range devs {
-		d := &devs[i]
-		if d.Ifindex <= prev {
-			if i == 0 {
-				return nil, invalidf("device %q has ifindex %d; ifindexes start at 1", d.Name, d.Ifindex)
-			}
-			return nil, invalidf("devices not in strictly ascending ifindex order: %q (ifindex %d) follows ifindex %d",
-				d.Name, d.Ifindex, prev)
-		}
-		if !names.add(i, d.Name) {
-			return nil, invalidf("device %d (ifindex %d) has an invalid name %q: %s", i, d.Ifindex, d.Name, nameProblem(d.Name))
-		}
-		size += uvarintLen(uint64(d.Ifindex-prev)) + uvarintLen(uint64(d.Flags)) + 1 + len(d.Name)
-		prev = d.Ifindex
+	size, err := sizeDevices(devs, "")
+	if err != nil {
+		return nil, err
 	}
-	if i, j := names.find(devs); i >= 0 {
-		return nil, invalidf("duplicate device name %q (ifindexes %d and %d)", devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
+	size += headerSize + bodyFixed
+	version := uint16(1)
+	if len(s.Namespaces) > 0 || len(s.Veths) > 0 {
+		version = 2
+		n, err := sizeNetns(s)
+		if err != nil {
+			return nil, err
+		}
+		size += n
 	}
 	if size > MaxFileSize {
 		return nil, invalidf("encoded state would be %d bytes, more than the %d-byte limit", size, MaxFileSize)
@@ -61,11 +56,55 @@ func Encode(s *State) ([]byte, error) {
 
 	buf := make([]byte, headerSize, size)
 	copy(buf, magic)
-	binary.LittleEndian.PutUint16(buf[6:], Version)
+	binary.LittleEndian.PutUint16(buf[6:], version)
 	binary.LittleEndian.PutUint32(buf[8:], uint32(size-headerSize))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(s.NextIfindex))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(devs)))
-	prev = 0
+	buf = appendDevices(buf, devs)
+	if version == 2 {
+		buf = appendNetns(buf, s)
+	}
+	binary.LittleEndian.PutUint32(buf[12:], checksum(buf))
+	return buf, nil
+}
+
+// sizeDevices validates one namespace's devices (ns names it in errors, ""
+// for the initial one) and returns the size of their entries.
+func sizeDevices(devs []Device, ns string) (int, error) {
+	size := 0
+	names := newNameSet(len(devs))
+	var prev int32
+	for i := range devs {
+		d := &devs[i]
+		if d.Ifindex <= prev {
+			if i == 0 {
+				return 0, invalidf("%sdevice %q has ifindex %d; ifindexes start at 1", inNetns(ns), d.Name, d.Ifindex)
+			}
+			return 0, invalidf("%sdevices not in strictly ascending ifindex order: %q (ifindex %d) follows ifindex %d",
+				inNetns(ns), d.Name, d.Ifindex, prev)
+		}
+		if !names.add(i, d.Name) {
+			return 0, invalidf("%sdevice %d (ifindex %d) has an invalid name %q: %s", inNetns(ns), i, d.Ifindex, d.Name, nameProblem(d.Name))
+		}
+		size += uvarintLen(uint64(d.Ifindex-prev)) + uvarintLen(uint64(d.Flags)) + 1 + len(d.Name)
+		prev = d.Ifindex
+	}
+	if i, j := names.find(devs); i >= 0 {
+		return 0, invalidf("%sduplicate device name %q (ifindexes %d and %d)", inNetns(ns), devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
+	}
+	return size, nil
+}
+
+// inNetns prefixes messages about a namespace's devices.
+func inNetns(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return "namespace " + ns + ": "
+}
+
+func appendDevices(buf []byte, devs []Device) []byte {
+	var prev int32
 	for i := range devs {
 		d := &devs[i]
 		buf = binary.AppendUvarint(buf, uint64(d.Ifindex-prev))
@@ -74,8 +113,7 @@ func Encode(s *State) ([]byte, error) {
 		buf = append(buf, d.Name...)
 		prev = d.Ifindex
 	}
-	binary.LittleEndian.PutUint32(buf[12:], checksum(buf))
-	return buf, nil
+	return buf
 }
 
 // checksum is the CRC-32C of the header's first 12 bytes and the body.
@@ -112,7 +150,7 @@ func Decode(data []byte) (*State, error) {
 		return nil, err
 	}
 	// One copy of the body; every name is a substring of it.
-	return decodeBody(string(data[headerSize:]))
+	return decodeBody(binary.LittleEndian.Uint16(data[6:]), string(data[headerSize:]))
 }
 
 // checkSum compares the checksum stored in header with the computed one.
@@ -135,15 +173,15 @@ func checkHeader(data []byte) error {
 		}
 		return corruptf("truncated: %d bytes, shorter than the %d-byte header", len(data), headerSize)
 	}
-	if v := binary.LittleEndian.Uint16(data[6:]); v != Version {
+	if v := binary.LittleEndian.Uint16(data[6:]); v < MinVersion || v > Version {
 		return &FormatError{Version: int(v), kind: ErrVersion, Reason: "unsupported format version"}
 	}
 	return nil
 }
 
-// decodeBody parses a checksummed body. The names it returns are substrings
-// of body.
-func decodeBody(body string) (*State, error) {
+// decodeBody parses a checksummed body of the given format version. The
+// names it returns are substrings of body.
+func decodeBody(version uint16, body string) (*State, error) {
 	if len(body) < bodyFixed {
 		return nil, corruptf("body is %d bytes, shorter than its %d-byte fixed part", len(body), bodyFixed)
 	}
@@ -156,18 +194,42 @@ func decodeBody(body string) (*State, error) {
 		return nil, corruptf("device count %d cannot fit in %d bytes", count, rest)
 	}
 	st := &State{NextIfindex: int32(next)}
-	if count == 0 {
-		if len(body) != bodyFixed {
-			return nil, corruptf("%d bytes after the last device entry", len(body)-bodyFixed)
-		}
-		return st, nil
+	devs, p, err := decodeDevices(body, bodyFixed, count, "")
+	if err != nil {
+		return nil, err
 	}
-	s := body
+	st.Devices = devs
+	if version >= 2 {
+		if p, err = decodeNetns(body, p, st); err != nil {
+			return nil, err
+		}
+	}
+	if p != len(body) {
+		return nil, corruptf("%d bytes after the last %s entry", len(body)-p, lastEntry(version))
+	}
+	return st, nil
+}
+
+func lastEntry(version uint16) string {
+	if version >= 2 {
+		return "veth pair"
+	}
+	return "device"
+}
+
+// decodeDevices parses count device entries of one namespace (ns names it
+// in errors, "" for the initial one) starting at s[p:], and returns them
+// (nil when count is 0) and the offset after them. The caller has checked
+// that count entries can fit in what is left of s.
+func decodeDevices(s string, p int, count uint64, ns string) ([]Device, int, error) {
+	if count == 0 {
+		return nil, p, nil
+	}
 	// At most (len(body)-8)/4 devices of 24 bytes, plus 9 bytes each for
 	// dupFinder: memory stays within a small multiple of the input.
 	devs := make([]Device, count)
 	names := newNameSet(len(devs))
-	p := bodyFixed
+	where := inNetns(ns)
 	var prev uint64
 	for i := range devs {
 		// One-byte varints, by far the most common, inline; uvarint
@@ -179,46 +241,42 @@ func decodeBody(body string) (*State, error) {
 		} else {
 			var q int
 			if delta, q = uvarint(s, p); q < 0 {
-				return nil, entryErr(i, "ifindex delta", q)
+				return nil, 0, entryErr(where, i, "ifindex delta", q)
 			}
 			if flags, r = uvarint(s, q); r < 0 {
-				return nil, entryErr(i, "flags", r)
+				return nil, 0, entryErr(where, i, "flags", r)
 			}
 		}
 		if delta == 0 {
-			return nil, corruptf("device entry %d: ifindexes not strictly ascending (repeats %d)", i, prev)
+			return nil, 0, corruptf("%sdevice entry %d: ifindexes not strictly ascending (repeats %d)", where, i, prev)
 		}
 		ifindex := prev + delta
 		if ifindex > math.MaxInt32 {
-			return nil, corruptf("device entry %d: ifindex %d is out of range", i, ifindex)
+			return nil, 0, corruptf("%sdevice entry %d: ifindex %d is out of range", where, i, ifindex)
 		}
 		if flags > math.MaxUint32 {
-			return nil, corruptf("device entry %d: flags %#x do not fit 32 bits", i, flags)
+			return nil, 0, corruptf("%sdevice entry %d: flags %#x do not fit 32 bits", where, i, flags)
 		}
 		if r >= len(s) {
-			return nil, corruptf("device entry %d: truncated before its name", i)
+			return nil, 0, corruptf("%sdevice entry %d: truncated before its name", where, i)
 		}
 		nl := int(s[r])
 		r++
 		if nl > len(s)-r {
-			return nil, corruptf("device entry %d: name of %d bytes runs past the end", i, nl)
+			return nil, 0, corruptf("%sdevice entry %d: name of %d bytes runs past the end", where, i, nl)
 		}
 		name := s[r : r+nl]
 		if !names.add(i, name) {
-			return nil, corruptf("device entry %d (ifindex %d): %s %q", i, ifindex, nameProblem(name), name)
+			return nil, 0, corruptf("%sdevice entry %d (ifindex %d): %s %q", where, i, ifindex, nameProblem(name), name)
 		}
 		devs[i] = Device{Ifindex: int32(ifindex), Name: name, Flags: uint32(flags)}
 		p = r + nl
 		prev = ifindex
 	}
-	if p != len(s) {
-		return nil, corruptf("%d bytes after the last device entry", len(s)-p)
-	}
 	if i, j := names.find(devs); i >= 0 {
-		return nil, corruptf("duplicate device name %q (ifindexes %d and %d)", devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
+		return nil, 0, corruptf("%sduplicate device name %q (ifindexes %d and %d)", where, devs[i].Name, devs[i].Ifindex, devs[j].Ifindex)
 	}
-	st.Devices = devs
-	return st, nil
+	return devs, p, nil
 }
 
 // uvarint failure codes, returned in place of the next offset.
@@ -252,13 +310,18 @@ func uvarint(s string, p int) (uint64, int) {
 	return 0, varintLong
 }
 
-func entryErr(i int, field string, code int) error {
+func entryErr(where string, i int, field string, code int) error {
+	return varintErr(fmt.Sprintf("%sdevice entry %d", where, i), field, code)
+}
+
+// varintErr describes a uvarint failure code of the field of what.
+func varintErr(what, field string, code int) error {
 	switch code {
 	case varintShort:
-		return corruptf("device entry %d: truncated in its %s", i, field)
+		return corruptf("%s: truncated in its %s", what, field)
 	case varintLong:
-		return corruptf("device entry %d: %s is too long", i, field)
+		return corruptf("%s: %s is too long", what, field)
 	default:
-		return corruptf("device entry %d: %s is not in canonical form", i, field)
+		return corruptf("%s: %s is not in canonical form", what, field)
 	}
 }

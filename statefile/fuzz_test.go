@@ -32,16 +32,23 @@ func fuzzSeeds() [][]byte {
 	for _, c := range corruptCases() {
 		seeds = append(seeds, c.data)
 	}
-	return seeds
+	b, err := Encode(netnsSample()) // format version 2
+	if err != nil {
+		panic(err)
+	}
+	return append(seeds, b)
 }
 
 // resealed returns data with a valid magic, version, length and checksum,
 // so that the fuzzer's mutations reach the body parser instead of stopping
-// at the checksum.
+// at the checksum. A version this package reads is kept (so that both body
+// layouts are fuzzed); any other becomes the current one.
 func resealed(data []byte) []byte {
 	b := bytes.Clone(data)
 	copy(b, magic)
-	binary.LittleEndian.PutUint16(b[6:], Version)
+	if v := binary.LittleEndian.Uint16(b[6:]); v < MinVersion || v > Version {
+		binary.LittleEndian.PutUint16(b[6:], Version)
+	}
 	binary.LittleEndian.PutUint32(b[8:], uint32(len(b)-headerSize))
 	binary.LittleEndian.PutUint32(b[12:], checksum(b))
 	return b
@@ -64,6 +71,10 @@ func checkDecode(t *testing.T, data []byte) {
 	}
 	if cap(st.Devices) > len(data)/minEntry {
 		t.Fatalf("Decode(%d bytes) made room for %d devices, want <= %d", len(data), cap(st.Devices), len(data)/minEntry)
+	}
+	if cap(st.Namespaces) > len(data)/minNamespace || cap(st.Veths) > len(data)/minPair {
+		t.Fatalf("Decode(%d bytes) made room for %d namespaces and %d pairs, want <= %d and %d",
+			len(data), cap(st.Namespaces), cap(st.Veths), len(data)/minNamespace, len(data)/minPair)
 	}
 	out, err := Encode(st)
 	if err != nil || !bytes.Equal(out, data) {

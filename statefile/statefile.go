@@ -2,14 +2,14 @@
 // CLI invocations: one small binary file, written atomically, read with full
 // validation, and guarded by an advisory lock held for a whole command.
 //
-// # Format (version 1)
+// # Format (versions 1 and 2)
 //
 // All integers are little-endian; "uvarint" is the canonical (shortest)
 // unsigned LEB128 encoding of encoding/binary.
 //
 //	offset  size  field
 //	0       6     magic "NDSTSF"
-//	6       2     format version (1)
+//	6       2     format version (1 or 2)
 //	8       4     body length in bytes
 //	12      4     CRC-32C (Castagnoli) of bytes 0..11 followed by the body
 //	16      ...   body:
@@ -22,6 +22,30 @@
 //	                  flags          uvarint (< 2^32)
 //	                  name length    1 byte (1..15)
 //	                  name           that many bytes
+//
+// Version 2 (network namespaces) continues the body with:
+//
+//	namespace count  uvarint
+//	per namespace, in strictly ascending byte order of name:
+//	  name length    1 byte (1..64)
+//	  name           that many bytes (see NetnsNameProblem)
+//	  NextIfindex    uvarint (<= 2^31-1)
+//	  flags          uvarint (< 2^32)
+//	  device count   uvarint
+//	  the devices, encoded as the entries above
+//	pair count       uvarint
+//	per veth pair, in strictly ascending order of its A end:
+//	  A namespace    uvarint (0: the initial namespace; i: the i-th above)
+//	  A ifindex      uvarint
+//	  B namespace, B ifindex, likewise; A sorts before B by (namespace,
+//	                 ifindex), every end is a device of its namespace and
+//	                 belongs to one pair only
+//
+// A State with no namespaces and no pairs is always written as version 1,
+// byte for byte what ndst wrote before namespaces existed, so those files
+// stay readable by older ndst; a version 2 file with neither is therefore
+// refused as non-canonical. Version 1 files load as a State with no
+// namespaces.
 //
 // A device named like "dummy123456" costs 14 bytes, so a registry of 10^6
 // devices is about 14 MB; both directions are single linear passes.
@@ -37,11 +61,13 @@
 //   - A valid State has 0 <= NextIfindex <= 2^31-1, devices in strictly
 //     ascending ifindex order with 1 <= ifindex <= 2^31-1, and unique names
 //     that the kernel would accept (1..15 bytes, not "." or "..", no '/',
-//     ':', whitespace, control bytes or DEL). Encode and Save refuse an
+//     ':', whitespace, control bytes or DEL); likewise in every namespace,
+//     whose names are unique and valid (NetnsNameProblem); and veth pairs
+//     whose ends exist. Encode and Save refuse an
 //     invalid State with an error wrapping ErrInvalid, so nothing is written
 //     that Load would reject.
 //   - Decode never allocates more than a small multiple of its input (about
-//     8 bytes per input byte at worst): counts are checked against the bytes
+//     10 bytes per input byte at worst): counts are checked against the bytes
 //     actually present before any allocation, and Load reads a header before
 //     the rest, so a huge file of garbage costs nothing.
 //   - No step is worse than linear. Duplicate names are found with a bitmap
@@ -81,8 +107,12 @@ import (
 	"github.com/ndst-project/ndst/safefile"
 )
 
-// Version is the format version this package writes and reads.
-const Version = 1
+// Version is the newest format version this package writes and reads;
+// MinVersion the oldest it reads.
+const (
+	Version    = 2
+	MinVersion = 1
+)
 
 // MaxNameLen is the longest device name, IFNAMSIZ-1 bytes.
 const MaxNameLen = ifname.MaxLen
@@ -105,8 +135,14 @@ type State struct {
 	// NextIfindex is the ifindex allocator's cyclic cursor (kernel
 	// dev_new_index semantics); 0 in a fresh namespace.
 	NextIfindex int32
-	// Devices in strictly ascending Ifindex order.
+	// Devices in strictly ascending Ifindex order: the initial namespace's.
 	Devices []Device
+	// Namespaces are the other network namespaces, in strictly ascending
+	// name order (format version 2).
+	Namespaces []Namespace
+	// Veths are the veth pairs, in strictly ascending order of their A
+	// ends (format version 2).
+	Veths []VethPair
 }
 
 // Errors wrapped by the errors this package returns; test with errors.Is.
@@ -193,11 +229,11 @@ func (e *FormatError) Error() string {
 	}
 	if e.kind == ErrVersion {
 		if e.Version > Version {
-			return fmt.Sprintf("%s has format version %d, newer than this ndst reads (version %d); use a newer ndst, or %s",
-				what, e.Version, Version, resetHint(e.Path))
+			return fmt.Sprintf("%s has format version %d, newer than this ndst reads (versions %d to %d); use a newer ndst, or %s",
+				what, e.Version, MinVersion, Version, resetHint(e.Path))
 		}
-		return fmt.Sprintf("%s has format version %d, older than this ndst reads (version %d); %s",
-			what, e.Version, Version, resetHint(e.Path))
+		return fmt.Sprintf("%s has format version %d, older than this ndst reads (versions %d to %d); %s",
+			what, e.Version, MinVersion, Version, resetHint(e.Path))
 	}
 	return fmt.Sprintf("%s is corrupt (%s); %s", what, e.Reason, resetHint(e.Path))
 }
