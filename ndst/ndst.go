@@ -187,6 +187,8 @@ type Result struct {
 	// Phases split the command's time by where the task was (package
 	// phase); their CPU and wait times sum to the command's time.
 	Phases []Phase `json:"phases,omitempty"`
+	// Netns holds the three times of a namespace delete (see netns.go).
+	Netns *NetnsTimes `json:"netns,omitempty"`
 	// RCU names the RCU implementation an emulated run used.
 	RCU *string `json:"rcu,omitempty"`
 	// Notes are human-readable remarks (fallbacks taken, watchdog reports).

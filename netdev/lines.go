@@ -201,13 +201,14 @@ var ProfileNames []string
 
 func init() {
 	p := base()
+	p.Netns = netnsBase()
 	Profiles[p.Name] = p
 	ProfileNames = append(ProfileNames, p.Name)
 	for _, l := range history {
 		p = clone(p)
 		p.Name = l.name
-		p.Changes = l.changes
-		for _, c := range l.changes {
+		p.Changes = append(l.changes[:len(l.changes):len(l.changes)], netnsChanges[l.name]...)
+		for _, c := range p.Changes {
 			c.apply(&p)
 		}
 		Profiles[p.Name] = p

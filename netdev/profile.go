@@ -89,6 +89,10 @@ type Profile struct {
 	// Lockup is the soft-lockup threshold and LockupKick how often its
 	// watchdog thread is woken.
 	Lockup, LockupKick sim.Time
+
+	// Netns is how the line creates and destroys network namespaces
+	// (netns_lines.go).
+	Netns NetnsProfile
 }
 
 // RCUChoice is one RCU implementation a line offers.

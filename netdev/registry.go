@@ -104,7 +104,9 @@ type Registry struct {
 	nameAlloc   NameAlloc
 	names       map[ifname.Template]*idalloc.Bitmap
 
-	rtnl      sim.Mutex
+	// rtnl is RTNL; the namespaces of one kernel share the initial
+	// namespace's (netns.go).
+	rtnl      *sim.Mutex
 	todo      []*Device
 	notifiers []Notifier
 
@@ -124,6 +126,10 @@ type Registry struct {
 	OnFree func(*Device)
 
 	stats Stats
+
+	// netns is the machine's namespace set when it has namespaces: a batch
+	// may then hold devices of several of them (netns.go).
+	netns *Namespaces
 }
 
 // Options configure a registry.
@@ -150,6 +156,7 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 		nameAlloc:   o.NameAlloc,
 		names:       map[ifname.Template]*idalloc.Bitmap{},
 		GiveUp:      60 * sim.Second,
+		rtnl:        new(sim.Mutex),
 	}
 	for _, sub := range o.Profile.Subsystems {
 		reg.notifiers = append(reg.notifiers, subsystemNotifier{sub})
@@ -309,6 +316,11 @@ func (r *Registry) Register(t *sim.Task, tmpl ifname.Template) (*Device, error) 
 	if err != nil {
 		return nil, err
 	}
+	return r.register(t, name)
+}
+
+// register is register_netdevice for a device whose name is already chosen.
+func (r *Registry) register(t *sim.Task, name string) (*Device, error) {
 	ifindex, err := r.allocIfindex()
 	if err != nil {
 		r.releaseName(name)
@@ -385,9 +397,7 @@ func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 		d.UnregisterStart = t.Now()
 		t.Charge(half)
 		d.State = Unregistering
-		r.table.Remove(d.Ifindex)
-		_ = r.ifindexes.Free(d.Ifindex)
-		r.releaseName(d.Name)
+		r.homeOf(d).unlist(d)
 	}
 	if r.prof.SyncNetInClose {
 		r.synchronizeNet(t) // dev_deactivate_many
@@ -420,6 +430,13 @@ func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 		r.todo = append(r.todo, d)
 		r.stats.Unregistered++
 	}
+}
+
+// unlist removes a device from this registry's tables (unlist_netdevice).
+func (r *Registry) unlist(d *Device) {
+	r.table.Remove(d.Ifindex)
+	_ = r.ifindexes.Free(d.Ifindex)
+	r.releaseName(d.Name)
 }
 
 // runTodo is netdev_run_todo: wait for every device on the list and free it.

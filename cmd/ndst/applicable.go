@@ -66,6 +66,9 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 	if g.json && cmd.HasParent() && cmd.Parent().Name() == "completion" {
 		return ndst.Usagef("--json: a completion script is shell code, not JSON")
 	}
+	if cmd.HasParent() && cmd.Parent().Name() == "netns" {
+		return g.checkNetnsCmd(cmd)
+	}
 	switch cmd.Name() {
 	case "add", "del", "list", "reset":
 		switch g.backend {
@@ -83,6 +86,10 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 			}
 			return refuse(setFlags(cmd, []string{"kind", "no-memory-check"}),
 				"the module makes devices of its own kind, and only the netlink backend estimates kernel memory")
+		}
+		if cmd.Name() != "reset" { // --netns NAME: act inside an emulated namespace
+			return refuse(setFlags(cmd, without(netlinkFlags, "netns")),
+				"--backend sim (the default) runs the emulated kernel, not the real kernel")
 		}
 		return refuse(setFlags(cmd, netlinkFlags),
 			"--backend sim (the default) runs the emulated kernel, not the real kernel")

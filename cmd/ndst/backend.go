@@ -31,6 +31,9 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 	if g.giveUp <= 0 {
 		return c, ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
 	}
+	if g.netnsSet {
+		c.Netns = g.netns
+	}
 	if g.costs != "" {
 		t, err := costs.Load(g.costs)
 		if err != nil {

@@ -42,8 +42,10 @@ type globalOptions struct {
 	// watchdogSet: --watchdog was given (0 then turns the detector off).
 	watchdogSet bool
 
-	// Netlink settings.
+	// Netlink settings (and, with --backend sim, the emulated namespace
+	// add, del and list act in: netnsSet says --netns was given).
 	netns         string
+	netnsSet      bool
 	kind          string
 	kindExplicit  bool
 	allowRootNS   bool
@@ -86,7 +88,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
 	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in virtual time (default: the kernel line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
-	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's)")
+	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's); with --backend sim, the emulated namespace add, del and list act in")
 	f.StringVar(&g.kind, "kind", "dummy", "link kind of the netlink backend: dummy, ifb, veth")
 	f.BoolVar(&g.allowRootNS, "i-really-mean-the-root-namespace", false, "allow the netlink backend to work in the host's root namespace")
 	f.BoolVar(&g.noMemoryCheck, "no-memory-check", false, "let the netlink backend's add go ahead when its estimated kernel memory exceeds what is available")
@@ -99,6 +101,7 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.kindExplicit = cmd.Flags().Changed("kind")
 	g.watchdogSet = cmd.Flags().Changed("watchdog")
 	g.nameExplicit = cmd.Flags().Changed("name")
+	g.netnsSet = cmd.Flags().Changed("netns")
 	switch g.backend {
 	case "sim", "netlink", "module":
 	default:

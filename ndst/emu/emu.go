@@ -54,6 +54,9 @@ type Config struct {
 	// NameAlloc selects the %d allocator: "bitmap" (default) or "scan"
 	// (the kernel's O(n) __dev_alloc_name).
 	NameAlloc string
+	// Netns is the emulated network namespace that Add, Del and List act
+	// in; "" is the initial one (see netns.go).
+	Netns string
 
 	// StatePath is the state file; empty with Ephemeral.
 	StatePath string
@@ -113,6 +116,11 @@ func resolve(c Config) (*resolved, error) {
 	p, err := netdev.LookupProfile(c.Profile)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
+	}
+	if c.Netns != "" {
+		if err := ndst.ValidateNetnsName(c.Netns); err != nil {
+			return nil, err
+		}
 	}
 	if c.Strategy == "" {
 		c.Strategy = p.DefaultStrategy
@@ -220,17 +228,23 @@ func (b *Backend) StatePath() string { return b.r.cfg.StatePath }
 // Strategy returns the strategy's name after defaults.
 func (b *Backend) Strategy() string { return b.r.cfg.Strategy }
 
-// Devices returns the number of devices in the persisted registry.
-func (b *Backend) Devices() int { return len(b.state.Devices) }
+// Devices returns the number of devices in the persisted registry (of the
+// namespace the backend acts in).
+func (b *Backend) Devices() int { return len(b.devices()) }
 
 // kernel is one emulated kernel for one command.
 type kernel struct {
 	e   *sim.Engine
 	rcu *rcu.RCU
+	// reg is the namespace the command acts in; ns, when the machine has
+	// namespaces or the command makes some, holds them all (netns.go).
 	reg *netdev.Registry
+	ns  *netdev.Namespaces
 	log []string
-	// task is the command's task, phases its time by phase.
+	// task is the command's task, start when its command began, phases
+	// its time by phase.
 	task   *sim.Task
+	start  sim.Time
 	phases []sim.PhaseTime
 	// trace records the run for --trace.
 	trace *sim.Trace
@@ -288,9 +302,12 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 				return nil, err
 			}
 		}
-		if err := reg.Restore(d.Name, int(d.Ifindex)); err != nil {
+		if err := k.restore(d); err != nil {
 			return nil, fmt.Errorf("state file %s: %w", b.r.cfg.StatePath, err)
 		}
+	}
+	if err := b.bootNetns(ctx, k); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
@@ -311,7 +328,7 @@ func (k *kernel) run(ctx context.Context, body func(t *sim.Task, sys sim.Time)) 
 		t.SetMode(sim.ModeUser)
 		t.Nanosleep(phase)
 		start = t.Now()
-		k.task = t
+		k.task, k.start = t, start
 		t.SetMode(sim.ModeKernel)
 		t.SetPhase(ph.Syscall)
 		t.Charge(sys)
@@ -365,10 +382,13 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	if req.Count < 1 || req.Count > ndst.MaxCount {
 		return nil, ndst.Usagef("count must be between 1 and %d, got %d", ndst.MaxCount, req.Count)
 	}
+	if err := b.checkNetns(); err != nil {
+		return nil, err
+	}
 	if free := req.Template.MaxNumber() + 1 - b.countMatching(req.Template); req.Count > free {
 		return nil, ndst.Usagef("template %s has room for %d more names, asked for %d", req.Template, free, req.Count)
 	}
-	if err := checkMemory(len(b.state.Devices) + req.Count); err != nil {
+	if err := checkMemory(b.stateDevices() + req.Count); err != nil {
 		return nil, err
 	}
 	res := b.newResult("add", false)
@@ -407,7 +427,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 
 func (b *Backend) countMatching(t ndst.Template) int {
 	n := 0
-	for _, d := range b.state.Devices {
+	for _, d := range b.devices() {
 		if t.Number(d.Name) >= 0 {
 			n++
 		}
@@ -420,9 +440,13 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if req.Start < 1 || req.Start > req.Stop {
 		return nil, ndst.Usagef("range %d %d is empty or reversed; want 1 <= START <= STOP", req.Start, req.Stop)
 	}
-	lo, _ := slices.BinarySearchFunc(b.state.Devices, int32(req.Start), func(d statefile.Device, v int32) int { return int(d.Ifindex - v) })
+	if err := b.checkNetns(); err != nil {
+		return nil, err
+	}
+	all := b.devices()
+	lo, _ := slices.BinarySearchFunc(all, int32(req.Start), func(d statefile.Device, v int32) int { return int(d.Ifindex - v) })
 	hi := lo
-	for hi < len(b.state.Devices) && int(b.state.Devices[hi].Ifindex) <= req.Stop {
+	for hi < len(all) && int(all[hi].Ifindex) <= req.Stop {
 		hi++
 	}
 	if hi == lo {
@@ -439,9 +463,13 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 		return nil, err
 	}
 	devs := make([]*netdev.Device, 0, hi-lo)
-	for _, sd := range b.state.Devices[lo:hi] {
+	for _, sd := range all[lo:hi] {
 		d, _ := k.reg.ByIndex(int(sd.Ifindex))
 		devs = append(devs, d)
+	}
+	devs, skipped := k.deletable(res, devs)
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("%w: ifindex %d..%d holds only lo, which the kernel does not delete (%s)", ndst.ErrNoDevices, req.Start, req.Stop, b.describe())
 	}
 	lat := make([]int64, 0, len(devs))
 	k.reg.OnFree = func(d *netdev.Device) { lat = append(lat, int64(k.e.Now()-d.UnregisterStart)) }
@@ -468,17 +496,22 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if runErr != nil {
 		res.Notes = append(res.Notes, b.progress(k, devs))
 	}
+	res.Skipped = skipped
 	return b.finish(k, res, virt, time.Since(wall), lat, len(lat), runErr)
 }
 
 // describe summarises the persisted registry for error messages.
 func (b *Backend) describe() string {
-	n := len(b.state.Devices)
-	if n == 0 {
-		return "the emulated namespace is empty; run 'ndst add N' first"
+	devs := b.devices()
+	n := len(devs)
+	where := "the emulated namespace"
+	if b.r.cfg.Netns != "" {
+		where = "emulated namespace " + b.r.cfg.Netns
 	}
-	return fmt.Sprintf("the emulated namespace has %d devices, ifindex %d..%d", n,
-		b.state.Devices[0].Ifindex, b.state.Devices[n-1].Ifindex)
+	if n == 0 {
+		return where + " is empty; run 'ndst add N' first"
+	}
+	return fmt.Sprintf("%s has %d devices, ifindex %d..%d", where, n, devs[0].Ifindex, devs[n-1].Ifindex)
 }
 
 // progress says how far a teardown got when it was stopped.
@@ -555,12 +588,7 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 			return res, runErr
 		}
 	}
-	next := &statefile.State{NextIfindex: int32(k.reg.NextIfindex())}
-	next.Devices = make([]statefile.Device, 0, k.reg.Len())
-	k.reg.Range(func(d *netdev.Device) bool {
-		next.Devices = append(next.Devices, statefile.Device{Ifindex: int32(d.Ifindex), Name: d.Name})
-		return true
-	})
+	next := k.state()
 	if !b.r.cfg.Ephemeral {
 		if err := statefile.Save(b.r.cfg.StatePath, next); err != nil {
 			res.Result = ndst.ResultError
@@ -643,7 +671,7 @@ func (b *Backend) List(ctx context.Context, req ndst.ListRequest) ([]ndst.Device
 	}
 	tab := k.reg.Table()
 	visit := func(ifindex int, name string, d *netdev.Device) {
-		out = append(out, ndst.Device{Name: name, Ifindex: ifindex, Kind: "dummy",
+		out = append(out, ndst.Device{Name: name, Ifindex: ifindex, Kind: k.kind(d),
 			State: d.State.String(), Refcount: ndst.Known(d.Refcount())})
 	}
 	if req.Naive {

@@ -1,0 +1,640 @@
+package emu
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
+	ph "github.com/ndst-project/ndst/phase"
+	"github.com/ndst-project/ndst/sim"
+	"github.com/ndst-project/ndst/statefile"
+)
+
+// Network namespaces on the emulated kernel (package netdev's Namespaces):
+// NetnsAdd, NetnsDel and NetnsList implement ndst.NetnsBackend, and
+// Config.Netns makes Add, Del and List act inside one namespace. The state
+// file keeps every namespace with its devices and ifindex cursor, and the
+// veth pairs (format version 2); device flags say what each device is.
+
+var _ ndst.NetnsBackend = (*Backend)(nil)
+
+// Device flags in the state file.
+const (
+	flagUp       = 1 << 0 // IFF_UP
+	flagLoopback = 1 << 1 // lo
+	flagVeth     = 1 << 2 // one end of a veth pair
+)
+
+func kindOf(flags uint32) netdev.Kind {
+	switch {
+	case flags&flagLoopback != 0:
+		return netdev.KindLoopback
+	case flags&flagVeth != 0:
+		return netdev.KindVeth
+	}
+	return netdev.KindDummy
+}
+
+// devices returns the persisted devices of the namespace the backend acts
+// in.
+func (b *Backend) devices() []statefile.Device {
+	if b.r.cfg.Netns == "" {
+		return b.state.Devices
+	}
+	if n := b.state.Netns(b.r.cfg.Netns); n != nil {
+		return n.Devices
+	}
+	return nil
+}
+
+// stateDevices counts every persisted device, of every namespace.
+func (b *Backend) stateDevices() int {
+	n := len(b.state.Devices)
+	for _, ns := range b.state.Namespaces {
+		n += len(ns.Devices)
+	}
+	return n
+}
+
+// checkNetns refuses a Config.Netns that names no emulated namespace.
+func (b *Backend) checkNetns() error {
+	name := b.r.cfg.Netns
+	if name == "" {
+		return nil
+	}
+	if err := ndst.ValidateNetnsName(name); err != nil {
+		return err
+	}
+	if b.state.Netns(name) == nil {
+		return fmt.Errorf("%w: %s (%s)", ndst.ErrNoNetns, name, b.describeNetns())
+	}
+	return nil
+}
+
+// describeNetns summarises the persisted namespaces for error messages.
+func (b *Backend) describeNetns() string {
+	switch n := len(b.state.Namespaces); n {
+	case 0:
+		return "the emulated kernel has no namespaces besides the initial one; ndst netns add N creates some"
+	case 1:
+		return "the emulated kernel has one namespace, " + b.state.Namespaces[0].Name
+	default:
+		return fmt.Sprintf("the emulated kernel has %d namespaces, %s ... %s (ndst netns list shows them)", n,
+			b.state.Namespaces[0].Name, b.state.Namespaces[n-1].Name)
+	}
+}
+
+// namespaces returns the kernel's namespace set, making it on first use
+// (k.reg is then the initial namespace).
+func (k *kernel) namespaces() *netdev.Namespaces {
+	if k.ns == nil {
+		k.ns = netdev.NewNamespaces(k.reg, netdev.NetnsCostsOf(k.reg.CostTable()))
+	}
+	return k.ns
+}
+
+// restore lists a persisted device of the initial namespace.
+func (k *kernel) restore(d statefile.Device) error {
+	if d.Flags == 0 {
+		return k.reg.Restore(d.Name, int(d.Ifindex))
+	}
+	_, err := k.namespaces().RestoreDevice(nil, d.Name, int(d.Ifindex), kindOf(d.Flags), d.Flags&flagUp != 0)
+	return err
+}
+
+// bootNetns restores the persisted namespaces and veth pairs, and moves
+// k.reg to the namespace the command acts in.
+func (b *Backend) bootNetns(ctx context.Context, k *kernel) error {
+	st := b.state
+	if len(st.Namespaces) == 0 && len(st.Veths) == 0 && b.r.cfg.Netns == "" {
+		return nil
+	}
+	ns := k.namespaces()
+	bad := func(err error) error { return fmt.Errorf("state file %s: %w", b.r.cfg.StatePath, err) }
+	for i := range st.Namespaces {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		sn := &st.Namespaces[i]
+		n, err := ns.Restore(sn.Name, int(sn.NextIfindex))
+		if err != nil {
+			return bad(err)
+		}
+		for _, d := range sn.Devices {
+			if _, err := ns.RestoreDevice(n, d.Name, int(d.Ifindex), kindOf(d.Flags), d.Flags&flagUp != 0); err != nil {
+				return bad(fmt.Errorf("namespace %s: %w", sn.Name, err))
+			}
+		}
+	}
+	end := func(e statefile.End) *netdev.Device {
+		reg := ns.Host()
+		if e.Netns != "" {
+			if n, ok := ns.Lookup(e.Netns); ok {
+				reg = n.Reg
+			}
+		}
+		d, _ := reg.ByIndex(int(e.Ifindex))
+		return d
+	}
+	for _, p := range st.Veths {
+		a, c := end(p.A), end(p.B)
+		if a == nil || c == nil {
+			return bad(fmt.Errorf("veth pair %v-%v: an end is missing", p.A, p.B))
+		}
+		if err := ns.RestorePeers(a, c); err != nil {
+			return bad(err)
+		}
+	}
+	if name := b.r.cfg.Netns; name != "" {
+		n, ok := ns.Lookup(name)
+		if !ok {
+			return fmt.Errorf("%w: %s (%s)", ndst.ErrNoNetns, name, b.describeNetns())
+		}
+		k.reg = n.Reg
+	}
+	return nil
+}
+
+// kind names a device's kind for listings.
+func (k *kernel) kind(d *netdev.Device) string {
+	if k.ns == nil {
+		return netdev.KindDummy.String()
+	}
+	return k.ns.Kind(d).String()
+}
+
+// deletable drops lo from a delete (the kernel refuses to delete it:
+// loopback has no dellink) and adds the other end of every veth pair
+// (veth_dellink deletes both), noting both in res.
+func (k *kernel) deletable(res *ndst.Result, devs []*netdev.Device) ([]*netdev.Device, int) {
+	if k.ns == nil {
+		return devs, 0
+	}
+	skipped := 0
+	out := devs[:0:0]
+	for _, d := range devs {
+		if k.ns.Kind(d) == netdev.KindLoopback {
+			skipped++
+			res.Notes = append(res.Notes, fmt.Sprintf("%s (ifindex %d) is skipped: the kernel does not delete a namespace's loopback (it goes with its namespace)", d.Name, d.Ifindex))
+			continue
+		}
+		out = append(out, d)
+	}
+	with := k.ns.WithPeers(out)
+	if extra := len(with) - len(out); extra > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d veth peer(s) in other namespaces go with their pairs (veth_dellink deletes both ends)", extra))
+	}
+	return with, skipped
+}
+
+// state is the persisted form of the kernel's namespaces after a command.
+func (k *kernel) state() *statefile.State {
+	host := k.reg
+	if k.ns != nil {
+		host = k.ns.Host()
+	}
+	next := &statefile.State{NextIfindex: int32(host.NextIfindex()), Devices: k.persisted(host)}
+	if k.ns == nil {
+		return next
+	}
+	index := map[*netdev.Registry]int{host: 0}
+	k.ns.Range(func(n *netdev.Netns) bool {
+		next.Namespaces = append(next.Namespaces, statefile.Namespace{
+			Name: n.Name, NextIfindex: int32(n.Reg.NextIfindex()), Devices: k.persisted(n.Reg)})
+		index[n.Reg] = len(next.Namespaces)
+		return true
+	})
+	type keyed struct {
+		ns      int
+		ifindex int
+		end     statefile.End
+	}
+	endOf := func(reg *netdev.Registry, d *netdev.Device) keyed {
+		i := index[reg]
+		e := statefile.End{Ifindex: int32(d.Ifindex)}
+		if i > 0 {
+			e.Netns = next.Namespaces[i-1].Name
+		}
+		return keyed{i, d.Ifindex, e}
+	}
+	less := func(a, b keyed) bool { return a.ns < b.ns || a.ns == b.ns && a.ifindex < b.ifindex }
+	var pairs []statefile.VethPair
+	visit := func(reg *netdev.Registry) {
+		reg.Range(func(d *netdev.Device) bool {
+			p, pn := k.ns.Peer(d)
+			if p == nil {
+				return true
+			}
+			preg := host
+			if pn != nil {
+				preg = pn.Reg
+			}
+			a, b := endOf(reg, d), endOf(preg, p)
+			if less(a, b) {
+				pairs = append(pairs, statefile.VethPair{A: a.end, B: b.end})
+			}
+			return true
+		})
+	}
+	visit(host)
+	k.ns.Range(func(n *netdev.Netns) bool { visit(n.Reg); return true })
+	key := func(e statefile.End) (int, int32) {
+		if e.Netns == "" {
+			return 0, e.Ifindex
+		}
+		i, _ := slices.BinarySearchFunc(next.Namespaces, e.Netns, func(n statefile.Namespace, name string) int { return cmp.Compare(n.Name, name) })
+		return i + 1, e.Ifindex
+	}
+	slices.SortFunc(pairs, func(x, y statefile.VethPair) int {
+		xn, xi := key(x.A)
+		yn, yi := key(y.A)
+		if c := cmp.Compare(xn, yn); c != 0 {
+			return c
+		}
+		return cmp.Compare(xi, yi)
+	})
+	next.Veths = pairs
+	return next
+}
+
+// persisted lists a registry's devices with their flags.
+func (k *kernel) persisted(reg *netdev.Registry) []statefile.Device {
+	out := make([]statefile.Device, 0, reg.Len())
+	reg.Range(func(d *netdev.Device) bool {
+		var f uint32
+		if k.ns != nil {
+			switch k.ns.Kind(d) {
+			case netdev.KindLoopback:
+				f |= flagLoopback
+			case netdev.KindVeth:
+				f |= flagVeth
+			}
+			if k.ns.Up(d) {
+				f |= flagUp
+			}
+		}
+		out = append(out, statefile.Device{Ifindex: int32(d.Ifindex), Name: d.Name, Flags: f})
+		return true
+	})
+	return out
+}
+
+// netnsUsage refuses Config.Netns for the namespace commands themselves.
+func (b *Backend) netnsUsage(op string) error {
+	if b.r.cfg.Netns != "" {
+		return ndst.Usagef("%s works on namespaces, not inside one; --netns %s does not apply", op, b.r.cfg.Netns)
+	}
+	return nil
+}
+
+// syscall enters the kernel for one more request of a command that makes
+// several (the first is charged by run).
+func syscall(t *sim.Task, sys sim.Time) {
+	t.SetMode(sim.ModeKernel)
+	prev := t.SetPhase(ph.Syscall)
+	t.Charge(sys)
+	t.SetPhase(prev)
+}
+
+// returnToUser leaves the kernel after a request: exit_to_user_mode
+// schedules when a wake-up asked for it.
+func returnToUser(t *sim.Task) {
+	t.SetMode(sim.ModeUser)
+	if t.CPU().NeedResched() {
+		t.Schedule()
+	}
+}
+
+// NetnsAdd implements ndst.NetnsBackend: for each namespace, one request
+// creating it (copy_net_ns: the pernet lock, setup_net, lo), one per link,
+// one for the veth pair and one to set lo up, each under RTNL.
+func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst.Result, error) {
+	if err := b.netnsUsage("netns add"); err != nil {
+		return nil, err
+	}
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	names, err := b.freeNetnsNames(req.Template, req.Count)
+	if err != nil {
+		return nil, err
+	}
+	if req.Veth {
+		if free := req.VethTemplate.MaxNumber() + 1 - b.countMatching(req.VethTemplate); req.Count > free {
+			return nil, ndst.Usagef("veth template %s has room for %d more names in the initial namespace, asked for %d", req.VethTemplate, free, req.Count)
+		}
+	}
+	per := 1 + req.Links
+	if req.Veth {
+		per += 2
+	}
+	if err := checkMemory(b.stateDevices() + req.Count*(per+netnsDeviceEquivalent)); err != nil {
+		return nil, err
+	}
+	res := b.newResult("netns-add", false)
+	wall := time.Now()
+	k, err := b.boot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ns := k.namespaces()
+	lat := make([]int64, 0, req.Count)
+	created := 0
+	var addErr error
+	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
+		for i, name := range names {
+			if err := ctx.Err(); err != nil {
+				addErr = err
+				return
+			}
+			s := t.Now()
+			if i > 0 {
+				syscall(t, sys)
+			}
+			n, err := ns.Create(t, name)
+			if err != nil {
+				addErr = err
+				return
+			}
+			for range req.Links {
+				syscall(t, sys)
+				if _, err := ns.AddLink(t, n, req.LinkTemplate); err != nil {
+					addErr = fmt.Errorf("namespace %s: %w", name, err)
+					return
+				}
+			}
+			if req.Veth {
+				syscall(t, sys)
+				if _, _, err := ns.AddVeth(t, n, req.VethInner, req.VethTemplate); err != nil {
+					addErr = fmt.Errorf("namespace %s: %w", name, err)
+					return
+				}
+			}
+			if req.LoUp {
+				syscall(t, sys)
+				ns.SetLoUp(t, n)
+			}
+			created++
+			lat = append(lat, int64(t.Now()-s))
+			returnToUser(t)
+		}
+		t.SetMode(sim.ModeKernel)
+	})
+	if runErr != nil || addErr != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("stopped after %v virtual: %d of %d namespaces had been created; the state file is unchanged", virt, created, req.Count))
+	}
+	out, err := b.finish(k, res, virt, time.Since(wall), lat, created, errors.Join(runErr, addErr))
+	netnsCounters(k, out)
+	return out, err
+}
+
+// netnsDeviceEquivalent is a namespace's own memory (its registry's hash
+// tables) in devices' worth, for the memory check.
+const netnsDeviceEquivalent = 32
+
+// freeNetnsNames picks the count lowest free numbers of tmpl, from 1.
+func (b *Backend) freeNetnsNames(tmpl ndst.NetnsTemplate, count int) ([]string, error) {
+	used := make(map[int]bool)
+	for _, n := range b.state.Namespaces {
+		if k := tmpl.Number(n.Name); k >= 0 {
+			used[k] = true
+		}
+	}
+	if free := tmpl.MaxNumber() - len(used); count > free {
+		return nil, ndst.Usagef("namespace template %s has room for %d more names, asked for %d", tmpl, max(0, free), count)
+	}
+	names := make([]string, 0, count)
+	for k := 1; len(names) < count; k++ {
+		if !used[k] {
+			names = append(names, tmpl.Name(k))
+		}
+	}
+	return names, nil
+}
+
+// NetnsDel implements ndst.NetnsBackend: the command drops each namespace's
+// last reference (its umount and close), one request each, and waits until
+// the kernel's cleanup is done; with OneAtATime it waits for each namespace
+// before deleting the next.
+func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst.Result, error) {
+	if err := b.netnsUsage("netns del"); err != nil {
+		return nil, err
+	}
+	if req.Start < 1 || req.Start > req.Stop {
+		return nil, ndst.Usagef("range %d %d is empty or reversed; want 1 <= START <= STOP", req.Start, req.Stop)
+	}
+	if req.Template.IsZero() {
+		req.Template = ndst.MustNetnsTemplate(ndst.DefaultNetnsTemplate)
+	}
+	type target struct {
+		num  int
+		name string
+	}
+	var targets []target
+	devices := 0
+	for _, n := range b.state.Namespaces {
+		if k := req.Template.Number(n.Name); k >= req.Start && k <= req.Stop {
+			targets = append(targets, target{k, n.Name})
+			devices += len(n.Devices)
+		}
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%w: %s numbers %d..%d (%s)", ndst.ErrNoNetns, req.Template, req.Start, req.Stop, b.describeNetns())
+	}
+	slices.SortFunc(targets, func(a, b target) int { return cmp.Compare(a.num, b.num) })
+	style := ndst.StyleAllAtOnce
+	if req.OneAtATime {
+		style = ndst.StyleOneAtATime
+	}
+	res := b.newResult("netns-del", b.r.profile.Netns.DeviceExitBatch && !req.OneAtATime)
+	wall := time.Now()
+	k, err := b.boot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ns := k.namespaces()
+	list := make([]*netdev.Netns, len(targets))
+	for i, tg := range targets {
+		list[i], _ = ns.Lookup(tg.name)
+	}
+	// A backstop above the registry's own bound on each device's wait
+	// (GiveUp): a cleanup that takes this long without a run ending is
+	// stuck. 10 ms a device or namespace is far above any per-item cost.
+	bound := 600*sim.Second + sim.Time(devices+len(list))*10*sim.Millisecond
+	var returned sim.Time = -1
+	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
+		for i, n := range list {
+			if ctx.Err() != nil { // a signal between two deletes
+				return
+			}
+			if i > 0 {
+				syscall(t, sys)
+			}
+			ns.Put(t, n)
+			returnToUser(t)
+			if req.OneAtATime && !ns.WaitDone(t, list[i:i+1], bound) {
+				return
+			}
+		}
+		returned = t.Now()
+		ns.WaitDone(t, list, bound)
+		t.SetMode(sim.ModeKernel)
+	})
+	if runErr == nil && ctx.Err() != nil {
+		runErr = ctx.Err()
+	}
+	times := &ndst.NetnsTimes{Namespaces: len(list), Style: style}
+	rel := func(x sim.Time) int64 { return int64(x - k.start) }
+	if returned >= 0 {
+		times.ReturnedNS = rel(returned)
+	}
+	var gone, done []int64
+	var lastGone, lastDone sim.Time = -1, -1
+	freed := 0
+	for _, n := range list {
+		if n.GoneAt >= 0 {
+			gone = append(gone, int64(n.GoneAt-n.QueuedAt))
+			lastGone = max(lastGone, n.GoneAt)
+		}
+		if n.State == netdev.NetnsFreed {
+			freed++
+			done = append(done, int64(n.DoneAt-n.QueuedAt))
+			lastDone = max(lastDone, n.DoneAt)
+		}
+	}
+	if lastGone >= 0 && len(gone) == len(list) {
+		v := rel(lastGone)
+		times.GoneNS = &v
+	}
+	if freed == len(list) {
+		v := rel(lastDone)
+		times.DoneNS = &v
+	}
+	times.Gone, times.Done = ndst.Summarize(gone), ndst.Summarize(done)
+	batches := len(ns.Batches())
+	times.Batches, times.BatchSizes = &batches, ns.Batches()
+	for _, p := range ns.WorkerPhases() {
+		if p.CPU+p.Wait > 0 {
+			times.Cleanup = append(times.Cleanup, ndst.Phase{Name: p.Name, CPUNS: int64(p.CPU), WaitNS: int64(p.Wait)})
+		}
+	}
+	res.Netns = times
+	if runErr != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("stopped after %v virtual: %d of %d namespaces had been freed; the state file is unchanged", virt, freed, len(list)))
+	}
+	out, err := b.finish(k, res, virt, time.Since(wall), done, freed, runErr)
+	netnsCounters(k, out)
+	var stuck *netdev.NetnsStuckError
+	if errors.As(runErr, &stuck) {
+		out.Result = ndst.ResultStuck
+		err = fmt.Errorf("%w: %v", ndst.ErrStuck, runErr)
+	}
+	return out, err
+}
+
+// netnsCounters adds the namespace layer's counters to a result.
+func netnsCounters(k *kernel, res *ndst.Result) {
+	if res == nil || res.Counters == nil || k.ns == nil {
+		return
+	}
+	st := k.ns.Stats()
+	c := res.Counters
+	c["namespaces_created"] = st.Created
+	c["namespaces_queued"] = st.Queued
+	c["namespaces_freed"] = st.Freed
+	c["cleanup_batches"] = st.Batches
+	c["cleanup_max_batch"] = st.MaxBatch
+	c["pernet_lock_waits"] = st.PernetWaits
+	c["pernet_lock_wait_ns"] = int64(st.PernetWaitNS)
+	registered := k.ns.Host().Stats().Registered
+	k.ns.Range(func(n *netdev.Netns) bool { registered += n.Reg.Stats().Registered; return true })
+	c["devices_registered"] = registered
+}
+
+// NetnsList implements ndst.NetnsBackend from the persisted state: no
+// kernel code runs.
+func (b *Backend) NetnsList(ctx context.Context, _ ndst.NetnsListRequest) ([]ndst.Netns, error) {
+	if err := b.netnsUsage("netns list"); err != nil {
+		return nil, err
+	}
+	st := b.state
+	peers := make(map[string][]string)
+	name := func(e statefile.End, devs []statefile.Device) string {
+		for _, d := range devs {
+			if d.Ifindex == e.Ifindex {
+				if e.Netns == "" {
+					return d.Name
+				}
+				return e.Netns + "/" + d.Name
+			}
+		}
+		return fmt.Sprintf("%s/#%d", e.Netns, e.Ifindex)
+	}
+	devsOf := func(e statefile.End) []statefile.Device {
+		if e.Netns == "" {
+			return st.Devices
+		}
+		if n := st.Netns(e.Netns); n != nil {
+			return n.Devices
+		}
+		return nil
+	}
+	for _, p := range st.Veths {
+		for _, pair := range [][2]statefile.End{{p.A, p.B}, {p.B, p.A}} {
+			if pair[0].Netns != "" {
+				peers[pair[0].Netns] = append(peers[pair[0].Netns], name(pair[1], devsOf(pair[1])))
+			}
+		}
+	}
+	out := make([]ndst.Netns, 0, len(st.Namespaces))
+	for i, n := range st.Namespaces {
+		if i%65536 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		e := ndst.Netns{Name: n.Name, Devices: len(n.Devices), Peers: peers[n.Name]}
+		for _, d := range n.Devices {
+			if d.Flags&flagLoopback != 0 {
+				e.LoUp = d.Flags&flagUp != 0
+			}
+		}
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b ndst.Netns) int { return naturalCompare(a.Name, b.Name) })
+	return out, nil
+}
+
+// naturalCompare orders names by their text before a trailing number, then
+// by that number (ndst2 before ndst10), then bytewise.
+func naturalCompare(a, b string) int {
+	split := func(s string) (string, int, bool) {
+		i := len(s)
+		for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+			i--
+		}
+		if i == len(s) || len(s)-i > 9 {
+			return s, 0, false
+		}
+		n := 0
+		for _, c := range s[i:] {
+			n = n*10 + int(c-'0')
+		}
+		return s[:i], n, true
+	}
+	pa, na, oka := split(a)
+	pb, nb, okb := split(b)
+	if oka && okb && pa == pb {
+		if c := cmp.Compare(na, nb); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a, b)
+}

@@ -1,0 +1,296 @@
+package ndst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ndst-project/ndst/statefile"
+)
+
+// The network-namespace part of the driver contract: "netns add N" creates
+// N namespaces named from a template (each with lo, K links and optionally a
+// veth pair whose other end is in the backend's own namespace), "netns del
+// START STOP" deletes the namespaces numbered START..STOP, and "netns list"
+// shows them. A backend that implements it implements NetnsBackend; both the
+// emulated kernel and the real one report a delete in one NetnsTimes shape:
+// when the delete returned, when the namespaces' devices were gone, and when
+// the kernel's cleanup of them was done.
+
+// NetnsBackend is the optional namespace part of a Backend.
+type NetnsBackend interface {
+	// NetnsAdd creates req.Count namespaces.
+	NetnsAdd(ctx context.Context, req NetnsAddRequest) (*Result, error)
+	// NetnsDel deletes the namespaces numbered req.Start..req.Stop of
+	// req.Template, and reports the three times in Result.Netns.
+	NetnsDel(ctx context.Context, req NetnsDelRequest) (*Result, error)
+	// NetnsList returns the namespaces, ordered by name.
+	NetnsList(ctx context.Context, req NetnsListRequest) ([]Netns, error)
+}
+
+// ErrNoNetns is returned (wrapped) when a namespace named by the command does
+// not exist, or a range covers none; the CLI exits 1.
+var ErrNoNetns = errors.New("no such network namespace")
+
+// DefaultNetnsTemplate names namespaces when no template is given.
+const DefaultNetnsTemplate = "ndst%d"
+
+// MaxNetnsCount bounds "netns add N".
+const MaxNetnsCount = 1 << 20
+
+// MaxNetnsLinks bounds the links of each namespace ("--links K").
+const MaxNetnsLinks = 1 << 16
+
+// NetnsAddRequest asks for Count namespaces.
+type NetnsAddRequest struct {
+	Count    int
+	Template NetnsTemplate
+	// Links is the number of links created in each namespace besides lo,
+	// named from LinkTemplate, of link kind Kind (the netlink backend's;
+	// the emulated kernel's links are all alike).
+	Links        int
+	LinkTemplate Template
+	Kind         string
+	// Veth adds one veth pair per namespace: VethInner (default "eth0")
+	// inside, the other end, named from VethTemplate (default veth%d), in
+	// the backend's own namespace (the initial one for the emulated
+	// kernel, ndst's namespace for netlink).
+	Veth         bool
+	VethInner    string
+	VethTemplate Template
+	// LoUp sets lo up in each namespace (addresses 127.0.0.1 and ::1 and
+	// their routes, as the kernel adds them).
+	LoUp bool
+}
+
+// NetnsDelRequest asks to delete the namespaces named Template with a number
+// in [Start, Stop].
+type NetnsDelRequest struct {
+	Start, Stop int
+	Template    NetnsTemplate
+	// OneAtATime deletes the namespaces one after another and waits for
+	// each one's cleanup to be done before deleting the next, as a CNI
+	// plugin does; otherwise they are all deleted at once and waited for
+	// together.
+	OneAtATime bool
+}
+
+// NetnsListRequest asks for the namespaces.
+type NetnsListRequest struct{}
+
+// Netns is one namespace as a backend reports it.
+type Netns struct {
+	Name string `json:"name"`
+	// Devices counts its devices, lo included.
+	Devices int `json:"devices"`
+	// LoUp reports whether lo is up.
+	LoUp bool `json:"lo_up"`
+	// Peers names the other ends of its veth pairs, as "namespace/device"
+	// ("" for the backend's own namespace: just "device").
+	Peers []string `json:"peers,omitempty"`
+	// Foreign is true for a namespace ndst did not create; it is never
+	// deleted.
+	Foreign bool `json:"foreign,omitempty"`
+}
+
+// NetnsTimes is what a namespace delete measured. Times are from the start of
+// the command, on the backend's clock (virtual for the emulated kernel, wall
+// for the real one); nil where the backend could not observe them.
+type NetnsTimes struct {
+	Namespaces int    `json:"namespaces"`
+	Style      string `json:"style"` // "all-at-once" or "one-at-a-time"
+	// ReturnedNS is when the last namespace's delete returned (its last
+	// reference dropped: the kernel only queues it for cleanup).
+	ReturnedNS int64 `json:"returned_ns"`
+	// GoneNS is when the last device of the deleted namespaces (host-side
+	// veth ends included) was unregistered: unlisted and announced with
+	// RTM_DELLINK.
+	GoneNS *int64 `json:"gone_ns"`
+	// DoneNS is when the cleanup of the last namespace was done: its
+	// devices freed, the final rcu_barrier() passed, the namespace freed.
+	DoneNS *int64 `json:"done_ns"`
+	// Gone and Done are the per-namespace latencies from its delete to its
+	// devices gone and to its cleanup done.
+	Gone *Latency `json:"gone,omitempty"`
+	Done *Latency `json:"done,omitempty"`
+	// Batches is the number of cleanup runs (one cleanup_net work takes
+	// every namespace queued so far); BatchSizes their sizes in order.
+	Batches    *int  `json:"batches,omitempty"`
+	BatchSizes []int `json:"batch_sizes,omitempty"`
+	// Cleanup is the cleanup worker's time by phase (package phase), summed
+	// over its runs.
+	Cleanup []Phase `json:"cleanup_phases,omitempty"`
+}
+
+// Styles of NetnsTimes.
+const (
+	StyleAllAtOnce  = "all-at-once"
+	StyleOneAtATime = "one-at-a-time"
+)
+
+// ValidateNetnsName checks a namespace name with the rule both backends and
+// the state file use (statefile.NetnsNameProblem).
+func ValidateNetnsName(name string) error {
+	if p := statefile.NetnsNameProblem(name); p != "" {
+		return Usagef("network namespace name %q: %s", name, p)
+	}
+	return nil
+}
+
+// NetnsTemplate is a validated namespace-name template with exactly one %d.
+// Numbers start at 1, as ifindexes do, so "netns add N" then "netns del 1
+// N" undoes it.
+type NetnsTemplate struct {
+	Prefix, Suffix string
+}
+
+// ParseNetnsTemplate validates a namespace template: exactly one %d, and
+// every name it makes a valid namespace name.
+func ParseNetnsTemplate(s string) (NetnsTemplate, error) {
+	if s == "" {
+		return NetnsTemplate{}, Usagef("namespace template is empty; want something like %q", DefaultNetnsTemplate)
+	}
+	i := strings.Index(s, "%d")
+	if i < 0 {
+		return NetnsTemplate{}, Usagef("namespace template %q has no %%d; want exactly one, as in %q", s, DefaultNetnsTemplate)
+	}
+	t := NetnsTemplate{Prefix: s[:i], Suffix: s[i+2:]}
+	if strings.Contains(t.Prefix, "%") || strings.Contains(t.Suffix, "%") {
+		return NetnsTemplate{}, Usagef("namespace template %q must contain exactly one %%d and no other %% directive", s)
+	}
+	if t.MaxNumber() < 1 {
+		return NetnsTemplate{}, Usagef("namespace template %q leaves no room for a number within %d bytes", s, statefile.MaxNetnsNameLen)
+	}
+	if p := statefile.NetnsNameProblem(t.Name(1)); p != "" {
+		return NetnsTemplate{}, Usagef("namespace template %q: %s", s, p)
+	}
+	return t, nil
+}
+
+// MustNetnsTemplate parses a template known to be valid.
+func MustNetnsTemplate(s string) NetnsTemplate {
+	t, err := ParseNetnsTemplate(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func (t NetnsTemplate) String() string { return t.Prefix + "%d" + t.Suffix }
+
+// IsZero reports whether t is the zero value (no template given).
+func (t NetnsTemplate) IsZero() bool { return t == NetnsTemplate{} }
+
+// Name is the namespace name for number n.
+func (t NetnsTemplate) Name(n int) string { return t.Prefix + strconv.Itoa(n) + t.Suffix }
+
+// MaxNumber is the largest number whose name fits in 64 bytes (at most
+// 2^31-1).
+func (t NetnsTemplate) MaxNumber() int {
+	digits := statefile.MaxNetnsNameLen - len(t.Prefix) - len(t.Suffix)
+	if digits >= 10 {
+		return 1<<31 - 1
+	}
+	m := 1
+	for range digits {
+		m *= 10
+	}
+	return m - 1
+}
+
+// Number returns n if name is t.Name(n) with n >= 0 in canonical decimal,
+// else -1.
+func (t NetnsTemplate) Number(name string) int {
+	if len(name) <= len(t.Prefix)+len(t.Suffix) ||
+		!strings.HasPrefix(name, t.Prefix) || !strings.HasSuffix(name, t.Suffix) {
+		return -1
+	}
+	digits := name[len(t.Prefix) : len(name)-len(t.Suffix)]
+	if len(digits) > 1 && digits[0] == '0' {
+		return -1
+	}
+	for _, c := range []byte(digits) {
+		if c < '0' || c > '9' {
+			return -1
+		}
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n > t.MaxNumber() {
+		return -1
+	}
+	return n
+}
+
+// ParseNetnsCount parses the N of "netns add N".
+func ParseNetnsCount(s string) (int, error) {
+	n, err := parseUint(s, "namespace count", MaxNetnsCount)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, Usagef("namespace count must be at least 1, got %q", s)
+	}
+	return int(n), nil
+}
+
+// ParseNetnsRange parses "START STOP" of "netns del": namespace numbers,
+// 1 <= START <= STOP <= 2^31-1.
+func ParseNetnsRange(start, stop string) (int, int, error) {
+	a, err := parseUint(start, "start number", 1<<31-1)
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := parseUint(stop, "stop number", 1<<31-1)
+	if err != nil {
+		return 0, 0, err
+	}
+	if a == 0 {
+		return 0, 0, Usagef("start number must be at least 1 (namespaces are numbered from 1)")
+	}
+	if a > b {
+		return 0, 0, Usagef("range %d %d is reversed; want START <= STOP", a, b)
+	}
+	return int(a), int(b), nil
+}
+
+// Normalize fills a request's defaults and checks it; it never touches a
+// backend.
+func (r *NetnsAddRequest) Normalize() error {
+	if r.Count < 1 || r.Count > MaxNetnsCount {
+		return Usagef("namespace count must be between 1 and %d, got %d", MaxNetnsCount, r.Count)
+	}
+	if r.Links < 0 || r.Links > MaxNetnsLinks {
+		return Usagef("--links must be between 0 and %d, got %d", MaxNetnsLinks, r.Links)
+	}
+	if r.Template.IsZero() {
+		r.Template = MustNetnsTemplate(DefaultNetnsTemplate)
+	}
+	if r.LinkTemplate == (Template{}) {
+		r.LinkTemplate, _ = ParseTemplate(DefaultTemplate)
+	}
+	if r.Veth {
+		if r.VethInner == "" {
+			r.VethInner = "eth0"
+		}
+		if r.VethTemplate == (Template{}) {
+			r.VethTemplate, _ = ParseTemplate("veth%d")
+		}
+		if r.LinkTemplate.Number(r.VethInner) >= 0 || r.VethInner == "lo" {
+			return Usagef("the veth end %q inside each namespace would clash with its links (%s) or lo", r.VethInner, r.LinkTemplate)
+		}
+	}
+	if r.Links > r.LinkTemplate.MaxNumber()+1 {
+		return Usagef("link template %s has room for %d names, asked for %d links", r.LinkTemplate, r.LinkTemplate.MaxNumber()+1, r.Links)
+	}
+	return nil
+}
+
+// Describe says in a few words what a delete did, for result lines.
+func (n *NetnsTimes) Describe() string {
+	if n.Style == StyleOneAtATime {
+		return fmt.Sprintf("%d namespaces deleted one at a time", n.Namespaces)
+	}
+	return fmt.Sprintf("%d namespaces deleted at once", n.Namespaces)
+}
