@@ -3,13 +3,12 @@
 package calibrate
 
 import (
-	"errors"
 	"time"
+
+	"github.com/ndst-project/ndst/ndst/nlbackend/membarrier"
 )
 
-func membarrierGlobal() (func() error, error) {
-	return nil, errors.New("membarrier needs Linux")
-}
+func membarrierGlobal() (func() error, error) { return membarrier.Global() }
 
 var monoStart = time.Now()
 

@@ -73,7 +73,11 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 	case "add", "del", "list", "reset":
 		switch g.backend {
 		case "netlink":
-			return refuse(setFlags(cmd, emuFlags),
+			emu := emuFlags
+			if cmd.Name() == "del" {
+				emu = without(emuFlags, "hold") // --hold socket@DEVICE: a real held reference
+			}
+			return refuse(setFlags(cmd, emu),
 				"--backend netlink runs this host's kernel as it is, not the emulated kernel")
 		case "module":
 			if cmd.Name() == "reset" {

@@ -70,6 +70,11 @@ func (g *globalOptions) openBackend(ctx context.Context, creates bool) (ndst.Bac
 	case "netlink":
 		o := g.nlOptions()
 		o.NoCreate = !creates
+		holds, err := g.nlHolds()
+		if err != nil {
+			return nil, err
+		}
+		o.Holds = holds
 		return nlbackend.Open(ctx, o)
 	case "module":
 		o := g.nlOptions()
@@ -78,6 +83,23 @@ func (g *globalOptions) openBackend(ctx context.Context, creates bool) (ndst.Bac
 		})
 	}
 	return nil, ndst.Usagef("unknown backend %q (want sim, netlink or module)", g.backend)
+}
+
+// nlHolds parses --hold for the netlink backend, which holds a genuine
+// reference the way the socket holder does: a packet socket's send.
+func (g *globalOptions) nlHolds() ([]nlbackend.Hold, error) {
+	var out []nlbackend.Hold
+	for _, h := range g.holds {
+		x, err := emu.ParseHold(h)
+		if err != nil {
+			return nil, err
+		}
+		if x.Holder.String() != "socket" {
+			return nil, ndst.Usagef("--hold %q: on the real kernel ndst holds a reference only as a packet socket's send does: socket[@DEVICE]=DURATION|forever", h)
+		}
+		out = append(out, nlbackend.Hold{Device: x.Device, For: time.Duration(x.For), Forever: x.Forever})
+	}
+	return out, nil
 }
 
 func (g *globalOptions) nlOptions() nlbackend.Options {

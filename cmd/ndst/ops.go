@@ -57,7 +57,7 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 }
 
 func newDelCmd(g *globalOptions) *cobra.Command {
-	var oneByOne bool
+	var oneByOne, attribute bool
 	cmd := &cobra.Command{
 		Use:   "del START STOP",
 		Short: "Delete the devices with START <= ifindex <= STOP (the 2009 test module's echo START STOP > /proc/sys/net/ndst/del)",
@@ -72,12 +72,20 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 				how = "one by one"
 			}
 			what := fmt.Sprintf("del: deleting ifindex %d..%d %s %s", start, stop, how, g.where())
+			req := ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne, Attribute: attribute}
+			if g.backend != "sim" && cmd.Flags().Changed("give-up") {
+				if g.giveUp <= 0 {
+					return ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
+				}
+				req.GiveUp = g.giveUp // per delete request on the real kernel
+			}
 			return g.timed(false, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
-				return b.Del(ctx, ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne})
+				return b.Del(ctx, req)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "give every device its own unregister (a loop of 'ip link del') instead of one batch")
+	cmd.Flags().BoolVar(&attribute, "attribute", false, "real kernel (root): sample the deleting thread's kernel stack at 1 kHz and split the time into phases, as the emulated kernel always does")
 	return cmd
 }
 

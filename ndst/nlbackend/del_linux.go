@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"sort"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/ndst-project/ndst/ndst"
-	"github.com/vishvananda/netlink"
+	"github.com/ndst-project/ndst/ndst/nlbackend/sender"
+	"github.com/ndst-project/ndst/phase"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
@@ -36,7 +36,14 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 		return nil, err
 	}
 	defer unlock()
+	// The sender (a process, the first time) starts while the listing runs.
+	senderReady := make(chan struct{})
+	go func() {
+		defer close(senderReady)
+		_, _ = b.sender() // startWatch reports a failure
+	}()
 	links, err := b.dump()
+	<-senderReady
 	if err != nil {
 		return nil, fmt.Errorf("del: list devices in namespace %s: %w", b.o.Netns, err)
 	}
@@ -67,10 +74,26 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 		res.Notes = append(res.Notes, fmt.Sprintf("%s in the range not created by ndst (such as lo) left alone", plural(skipped, "device")))
 	}
 	res.Kind = kindOf(sel)
+	release, err := b.startHolds(res, sel)
+	if err != nil {
+		if ndst.IsUsage(err) {
+			return nil, err
+		}
+		return fail(res, err)
+	}
+	defer release()
+	w, err := b.startWatch(res, req.Attribute)
+	if err != nil {
+		return fail(res, fmt.Errorf("del: %w", err))
+	}
 	if req.OneByOne {
-		err = b.delOneByOne(ctx, res, links, sel)
+		err = b.delOneByOne(ctx, w, req.GiveUp, res, links, sel)
 	} else {
-		err = b.delBatch(ctx, res, links, sel)
+		err = b.delBatch(ctx, w, req.GiveUp, res, links, sel)
+	}
+	err = w.finish(err)
+	if errors.Is(err, ndst.ErrStuck) {
+		return res, err
 	}
 	if err == nil && b.vanished() {
 		err = b.errVanished("del")
@@ -83,6 +106,15 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	}
 	b.log.Debug("del", zap.Int("count", res.Count), zap.Bool("batched", res.Batched), zap.Duration("wall", time.Duration(res.WallNS)))
 	return res, nil
+}
+
+// giveUpAfter is how long one delete request of n devices is waited for:
+// giveUp when set (--give-up), else requestTimeout plus perDevice each.
+func giveUpAfter(giveUp time.Duration, n int) time.Duration {
+	if giveUp > 0 {
+		return giveUp
+	}
+	return requestTimeout + time.Duration(n)*perDevice
 }
 
 // selectLinks returns the owned links with ifindex in [start, stop] plus the
@@ -177,7 +209,7 @@ func wholeGroups(links, sel []link) []uint32 {
 // sel is first moved to a group unique to this delete (pipelined
 // RTM_SETLINKs) and that group is deleted: a link created after the
 // listing, by anyone, is in neither.
-func (b *Backend) delBatch(ctx context.Context, res *ndst.Result, links []link, sel []link) error {
+func (b *Backend) delBatch(ctx context.Context, w *watch, giveUp time.Duration, res *ndst.Result, links []link, sel []link) error {
 	groups := wholeGroups(links, sel)
 	requests := 0
 	start := time.Now()
@@ -203,8 +235,7 @@ func (b *Backend) delBatch(ctx context.Context, res *ndst.Result, links []link, 
 	for _, l := range sel {
 		count[l.Group]++
 	}
-	var del time.Duration
-	var cpu atomic.Int64
+	var del, cpu int64
 	for _, group := range groups {
 		var m msg
 		seq := b.c.nextSeq()
@@ -214,19 +245,13 @@ func (b *Backend) delBatch(ctx context.Context, res *ndst.Result, links []link, 
 		if len(groups) == 1 {
 			n = moved
 		}
-		timeout := requestTimeout + time.Duration(n)*perDevice
-		t0 := time.Now()
-		err := b.bounded(timeout+time.Second, "delete group", func() error {
-			// The kernel handles the request in this thread's send: its CPU
-			// clock counts that work and not the sleeps in between.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			c0 := threadCPU()
-			err := b.c.request(&m, seq, timeout)
-			cpu.Add(threadCPU() - c0)
-			return err
-		})
-		del += time.Since(t0)
+		r, err := w.call(ctx, sender.Request{Op: sender.OpNetlink, File: senderSocket, Seq: seq, Data: m.b},
+			giveUpAfter(giveUp, n), phase.Unregister, fmt.Sprintf("%s in one batch (%s)", plural(n, "device"), groupNames(sel, group, len(groups) == 1)))
+		if err == nil {
+			err = r.Err()
+			del += r.T1 - r.T0
+			cpu += r.CPU1 - r.CPU0
+		}
 		if err != nil {
 			res.WallNS = int64(time.Since(start))
 			res.Counters["netlink_requests"] = int64(requests)
@@ -237,9 +262,24 @@ func (b *Backend) delBatch(ctx context.Context, res *ndst.Result, links []link, 
 	res.WallNS = int64(time.Since(start))
 	res.Counters["netlink_requests"] = int64(requests)
 	res.Counters["batches"] = int64(len(groups))
-	res.Counters["group_delete_ns"] = int64(del)
-	res.Counters["group_delete_cpu_ns"] = cpu.Load()
+	res.Counters["group_delete_ns"] = del
+	res.Counters["group_delete_cpu_ns"] = cpu
 	return nil
+}
+
+// groupNames names the devices of sel that one group delete takes (all of
+// sel when they were moved to one group), the first three and how many more.
+func groupNames(sel []link, group uint32, all bool) string {
+	var names []string
+	for _, l := range sel {
+		if all || l.Group == group {
+			names = append(names, l.Name)
+		}
+	}
+	if len(names) > 3 {
+		return strings.Join(names[:3], ", ") + fmt.Sprintf(" and %d more", len(names)-3)
+	}
+	return strings.Join(names, ", ")
 }
 
 // freeGroup picks an owned group that no link uses, at random so that
@@ -305,17 +345,20 @@ func (b *Backend) moveToGroup(ctx context.Context, sel []link, group uint32) (mo
 }
 
 // delOneByOne deletes each link (each veth pair) with its own RTM_DELLINK,
-// waiting for each like `ip link del`.
-func (b *Backend) delOneByOne(ctx context.Context, res *ndst.Result, links []link, sel []link) error {
+// waiting for each like `ip link del` (through the library, in the
+// sender), and records each one's latency as the sender timed it.
+func (b *Backend) delOneByOne(ctx context.Context, w *watch, giveUp time.Duration, res *ndst.Result, links []link, sel []link) error {
 	gone := map[int]bool{}
 	var lat []int64
 	requests := 0
 	vanished := 0
 	start := time.Now()
+	res.Counters = map[string]int64{}
 	defer func() {
 		res.WallNS = int64(time.Since(start))
 		res.Latency = ndst.Summarize(lat)
-		res.Counters = map[string]int64{"netlink_requests": int64(requests), "batches": int64(requests)}
+		res.Counters["netlink_requests"] = int64(requests)
+		res.Counters["batches"] = int64(requests)
 		if vanished > 0 {
 			res.Counters["vanished"] = int64(vanished)
 		}
@@ -331,30 +374,27 @@ func (b *Backend) delOneByOne(ctx context.Context, res *ndst.Result, links []lin
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := 1
+		n, what := 1, fmt.Sprintf("%s (ifindex %d)", l.Name, l.Index)
 		if p, ok := byIndex[l.Peer]; ok && l.Kind == "veth" && l.Peer != l.Index {
 			gone[p.Index] = true
-			n = 2
+			n, what = 2, fmt.Sprintf("%s (ifindex %d) and its peer %s", l.Name, l.Index, p.Name)
 		}
 		gone[l.Index] = true
-		dev := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.Index, Name: l.Name}}
-		t0 := time.Now()
-		h, err := b.handle()
+		r, err := w.call(ctx, sender.Request{Op: sender.OpLinkDel, File: senderNetns, Ifindex: int32(l.Index)},
+			giveUpAfter(giveUp, n), phase.Unregister, what)
 		if err != nil {
-			return err
+			return fmt.Errorf("delete %s: %w", what, err)
 		}
-		err = b.bounded(requestTimeout+time.Second, "delete "+l.Name, func() error { return h.LinkDel(dev) })
-		d := int64(time.Since(t0))
 		requests++
-		switch {
+		switch err := r.Err(); {
 		case err == nil:
 			res.Count += n
-			lat = append(lat, d)
+			lat = append(lat, r.T1-r.T0)
 			hook("del-one", res.Count)
 		case errors.Is(err, unix.ENODEV):
 			vanished += n
 		default:
-			return fmt.Errorf("delete %s (ifindex %d): %w", l.Name, l.Index, err)
+			return fmt.Errorf("delete %s: %w", what, err)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package nlbackend
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -53,12 +54,14 @@ func openFresh(t testing.TB, o Options) *Backend {
 	return b
 }
 
-// testHandle is the backend's library handle, opened on first use.
+// testHandle is a library handle in the backend's namespace, closed at
+// cleanup.
 func testHandle(t testing.TB, b *Backend) *netlink.Handle {
 	t.Helper()
-	h, err := b.handle()
+	h, err := netlink.NewHandleAt(b.ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.Close)
 	return h
 }

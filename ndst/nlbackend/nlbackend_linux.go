@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/ndst-project/ndst/ndst"
-	"github.com/vishvananda/netlink"
+	"github.com/ndst-project/ndst/ndst/nlbackend/sender"
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 )
 
 // Bounds on every wait (see the package doc, "Faults").
@@ -26,8 +25,8 @@ const (
 	window = 256
 )
 
-// Backend is the netlink backend: one namespace, one netlink.Handle and one
-// raw rtnetlink socket in it. Its methods are safe for concurrent use (they
+// Backend is the netlink backend: one namespace, one raw rtnetlink socket
+// in it, and the sender of its deletes. Its methods are safe for concurrent use (they
 // run one at a time).
 type Backend struct {
 	o       Options
@@ -38,8 +37,10 @@ type Backend struct {
 	// root is why the namespace is the host's root ("" when it is not):
 	// changing it is refused unless Options.AllowRootNS.
 	root string
-	h    *netlink.Handle
 	c    *conn
+	// snd sends the delete requests (watch_linux.go), started by the first
+	// delete.
+	snd *sender.Sender
 	// host is probed in the background from the first Add or Del
 	// (probeHost); hostReady closes then.
 	host      HostFacts
@@ -108,25 +109,6 @@ func openOn(o Options, ns netns.NsHandle) (*Backend, error) {
 		b.root = why
 	}
 	return b, nil
-}
-
-// handle returns the netlink.Handle in the namespace, opening it on first
-// use: only the one-by-one delete uses the library's requests, and add and
-// batched del need not pay for its sockets.
-func (b *Backend) handle() (*netlink.Handle, error) {
-	if b.h != nil {
-		return b.h, nil
-	}
-	h, err := netlink.NewHandleAt(b.ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("open a netlink socket in namespace %s: %w", b.o.Netns, err)
-	}
-	if err := h.SetSocketTimeout(requestTimeout); err != nil {
-		h.Close()
-		return nil, err
-	}
-	b.h = h
-	return h, nil
 }
 
 // Name implements ndst.Backend.
@@ -201,13 +183,13 @@ func (b *Backend) Close() error {
 	// After a timeout a goroutine may still be inside the kernel with one
 	// of the sockets; closing it would wait for that goroutine. The
 	// sockets then go with the process.
-	if b.h != nil && b.broken == nil {
-		b.h.Close()
-	}
 	if b.c != nil && b.broken == nil {
 		b.c.close()
 	}
-	b.h, b.c = nil, nil
+	b.c = nil
+	// A sender still inside the kernel finishes by itself.
+	b.snd.Close()
+	b.snd = nil
 	if b.ns.IsOpen() {
 		b.ns.Close()
 		b.ns = netns.None()
@@ -292,15 +274,6 @@ func (b *Backend) notef(r *ndst.Result, format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
 	r.Notes = append(r.Notes, s)
 	b.o.note("%s", s)
-}
-
-// threadCPU is the calling OS thread's CPU time in ns (user and system).
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
 }
 
 // bounded runs fn, giving up after timeout. On timeout fn's goroutine may

@@ -2,7 +2,9 @@
 // ndst.Backend with rtnetlink inside a named network namespace of ndst's
 // own: raw requests on a socket of its own for the hot paths (rawnl_linux.go:
 // batched creates, group moves and deletes, a lean link dump) and
-// github.com/vishvananda/netlink for the one-by-one delete.
+// github.com/vishvananda/netlink for the one-by-one delete. Delete requests
+// are sent by a sender (package sender), normally a child process, so that
+// one the kernel never finishes cannot keep ndst from exiting.
 //
 // # Namespace
 //
@@ -65,12 +67,33 @@
 //     group unique to this delete that the links are first moved to; with
 //     OneByOne, one RTM_DELLINK per link (per pair for veth), each waited
 //     for like a loop of `ip link del`, recording per-device latency.
+//   - Holds (Options.Holds, --hold socket@DEVICE=DURATION) make Del hold a
+//     genuine reference on devices it deletes the way a packet socket's send
+//     does (package heldref), to test leak diagnosis against the kernel's own
+//     behaviour; they end with Del.
 //   - List dumps every device of the namespace, retrying dumps that the
 //     kernel marks interrupted (NLM_F_DUMP_INTR) a bounded number
 //     of times; partial listings are never returned. The kernel does not
 //     report reference counts: Device.Refcount is unknown.
 //   - ResetNamespace deletes the devices and then the namespace, and reports
 //     what it deleted, naming the devices that were not ndst's.
+//
+// # Teardown
+//
+// Del is watched (watch_linux.go). The kernel log is read from the
+// command's start (package kmsg) and its lines about devices that cannot be
+// freed ("waiting for X to become free", ref_tracker) go to
+// Result.KernelLog; an unreadable log is one note, never a failure. With
+// DelRequest.Attribute the sender's kernel stack is sampled at 1 kHz while
+// each request runs (package stacks) and Result.Phases splits the command's
+// time as the emulated kernel does (time between requests, ndst's own, is
+// "other"); without the privilege or the stack file, one note says which and
+// the delete runs. Each delete request is waited for at most
+// DelRequest.GiveUp (default 60 s plus 5 ms per device); after that the
+// result is ResultStuck, with the devices the kernel named, and a Verdict
+// (verdict.go): leak when the wait, spent in the wait loop, is at least
+// LeakRatio times the host's grace period measured then with membarrier,
+// else slow, with the figures.
 //
 // # Faults
 //
@@ -120,6 +143,9 @@ type Options struct {
 	// NoMemoryCheck lets add go ahead when its estimated kernel memory
 	// exceeds what is available (see memory_linux.go).
 	NoMemoryCheck bool
+	// Holds are references to hold on purpose while Del deletes (see
+	// Hold): a genuine held reference, to test leak diagnosis against.
+	Holds []Hold
 	// Logger receives debug logs; nil means none.
 	Logger *zap.Logger
 	// Notef prints a one-line notice to the user (such as the dummy
@@ -129,6 +155,19 @@ type Options struct {
 	// the host's root namespace); nil means it is dropped.
 	Warnf func(format string, args ...any)
 }
+
+// Hold asks Del to hold a reference to Device ("" for every device it
+// deletes) the way a packet socket's send does (package heldref), from
+// just before the delete, for For or, Forever, until ndst ends (at most
+// heldref.MaxHold): the kernel's unregister of that device waits for it.
+type Hold struct {
+	Device  string
+	For     time.Duration
+	Forever bool
+}
+
+// maxHolds bounds the references one Del holds (each is a thread of its own).
+const maxHolds = 64
 
 // DefaultNetns is the namespace used when Options.Netns is empty.
 const DefaultNetns = "ndst"

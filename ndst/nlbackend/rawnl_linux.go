@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ndst-project/ndst/ndst/nlbackend/sender"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -158,42 +159,20 @@ func (c *conn) send(b []byte) error {
 var errTimeout = errors.New("the kernel did not answer in time")
 
 // ackError decodes an NLMSG_ERROR message: nil for an acknowledgement,
-// else the errno, with the kernel's extended message when there is one.
+// else the errno, with the kernel's extended message when there is one
+// (sender.ParseAck).
 func ackError(m syscall.NetlinkMessage) error {
-	if len(m.Data) < 4 {
-		return fmt.Errorf("short netlink error message")
-	}
-	errno := -int32(native.Uint32(m.Data[:4]))
-	if errno == 0 {
+	errno, text, err := sender.ParseAck(m.Header.Flags, m.Data)
+	switch {
+	case err != nil:
+		return err
+	case errno == 0:
 		return nil
+	case text != "":
+		return &sender.KernelError{Errno: errno, Msg: text}
 	}
-	err := error(syscall.Errno(errno))
-	if m.Header.Flags&unix.NLM_F_ACK_TLVS != 0 && len(m.Data) >= 4+unix.SizeofNlMsghdr {
-		// With NETLINK_CAP_ACK the request is echoed by its header only.
-		hl := int(native.Uint32(m.Data[4:]))
-		off := 4 + unix.SizeofNlMsghdr
-		if m.Header.Flags&unix.NLM_F_CAPPED == 0 {
-			off = 4 + align4(hl)
-		}
-		if off <= len(m.Data) {
-			_ = attrs(m.Data[off:], func(typ uint16, v []byte) {
-				if typ == unix.NLMSGERR_ATTR_MSG {
-					err = &kernelError{errno: syscall.Errno(errno), msg: unix.ByteSliceToString(v)}
-				}
-			})
-		}
-	}
-	return err
+	return errno
 }
-
-// kernelError is an errno with the kernel's extended-ack message.
-type kernelError struct {
-	errno syscall.Errno
-	msg   string
-}
-
-func (e *kernelError) Error() string { return e.errno.Error() + ": " + e.msg }
-func (e *kernelError) Unwrap() error { return e.errno }
 
 // acks collects acknowledgements for the sequence numbers in want (seq ->
 // index), calling done(index, err) for each, until all have arrived or the

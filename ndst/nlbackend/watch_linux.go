@@ -1,0 +1,356 @@
+package nlbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/nlbackend/kmsg"
+	"github.com/ndst-project/ndst/ndst/nlbackend/membarrier"
+	"github.com/ndst-project/ndst/ndst/nlbackend/sender"
+	"github.com/ndst-project/ndst/ndst/nlbackend/stacks"
+	"github.com/ndst-project/ndst/phase"
+	"golang.org/x/sys/unix"
+)
+
+// A teardown command on the real kernel is watched (see the package doc,
+// "Teardown"): its requests that may never return go through the sender
+// (package sender), the kernel log is read from the command's start
+// (package kmsg), the sender's kernel stack is sampled when asked to
+// (package stacks), and a request given up on becomes a stuck result with a
+// verdict (verdict.go).
+
+// Bounds of a watch.
+const (
+	maxKernelLines = 256 // kernel log lines attached to one result
+	kmsgBatch      = 1024
+	gpSamples      = 5 // membarrier calls for the verdict
+	gpTimeout      = 2 * time.Second
+	peeks          = 20 // stack readings of a request given up on
+	peekEvery      = 10 * time.Millisecond
+)
+
+// kmsgPath is the kernel log; tests point it elsewhere.
+var kmsgPath = kmsg.Path
+
+type watch struct {
+	b   *Backend
+	res *ndst.Result
+	snd *sender.Sender
+	smp *stacks.Sampler
+
+	klog    *kmsg.Reader
+	lines   []string
+	dropped int
+	// usage is the last usage count the kernel printed per device, names
+	// the devices in the order it first named them.
+	usage map[string]int
+	names []string
+	nwait int
+
+	busy int64 // time inside requests
+	// stuck is the request given up on ("" when none): what it deleted,
+	// and since when.
+	stuck    string
+	stuckFor time.Duration
+}
+
+// startWatch starts watching a teardown command whose result is res.
+func (b *Backend) startWatch(res *ndst.Result, attribute bool) (*watch, error) {
+	w := &watch{b: b, res: res, usage: map[string]int{}}
+	klog, err := kmsg.Open(kmsgPath)
+	if err != nil {
+		b.notef(res, "kernel log not read (%v): its lines about this teardown are not attached", err)
+	} else {
+		w.klog = klog
+	}
+	snd, err := b.sender()
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	w.snd = snd
+	if attribute {
+		smp, err := stacks.Start(snd.PID, snd.TID, 0)
+		if err != nil {
+			b.notef(res, "--attribute: %v; the delete runs without attribution", err)
+		} else {
+			w.smp = smp
+		}
+	}
+	return w, nil
+}
+
+// sender returns the backend's sender, starting it on first use with a
+// netlink socket of its own in the namespace, and the namespace itself.
+func (b *Backend) sender() (*sender.Sender, error) {
+	if b.snd != nil && b.snd.Broken() == nil {
+		return b.snd, nil
+	}
+	if b.snd != nil {
+		b.snd.Close()
+		b.snd = nil
+	}
+	c, err := dialAt(b.ns)
+	if err != nil {
+		return nil, fmt.Errorf("open a netlink socket in namespace %s: %w", b.o.Netns, err)
+	}
+	nsfd, err := unix.FcntlInt(uintptr(b.ns), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	sock, ns := os.NewFile(uintptr(c.fd), "netlink"), os.NewFile(uintptr(nsfd), "netns")
+	snd, err := sender.Start([]*os.File{sock, ns})
+	sock.Close()
+	ns.Close()
+	if err != nil {
+		return nil, err
+	}
+	if snd.InProcess {
+		b.log.Debug("sender runs in process: " + snd.Fallback)
+	}
+	b.snd = snd
+	return snd, nil
+}
+
+// Files of the sender, as sender() passes them.
+const (
+	senderSocket = 0
+	senderNetns  = 1
+)
+
+// call hands one request to the sender, waiting at most giveUp; running is
+// the phase of its CPU work, what names what it deletes for a stuck report.
+func (w *watch) call(ctx context.Context, q sender.Request, giveUp time.Duration, running, what string) (sender.Reply, error) {
+	if w.smp != nil {
+		w.smp.SetActive(true)
+	}
+	r, err := w.snd.Call(ctx, q, giveUp, w.poll)
+	if w.smp != nil {
+		w.smp.SetActive(false)
+	}
+	switch {
+	case err == nil:
+		w.busy += r.T1 - r.T0
+		if w.smp != nil {
+			w.smp.Window(stacks.Window{T0: r.T0, T1: r.T1, CPU0: r.CPU0, CPU1: r.CPU1, Running: running})
+		}
+	case errors.Is(err, sender.ErrGaveUp):
+		now := sender.Monotonic()
+		w.busy += now - w.snd.Sent
+		w.stuck, w.stuckFor = what, time.Duration(now-w.snd.Sent)
+		if w.smp != nil {
+			w.smp.Window(stacks.Window{T0: w.snd.Sent, T1: now, CPU0: w.snd.SentCPU, CPU1: w.snd.CPUClock(), Running: running})
+		}
+	}
+	w.poll()
+	return r, err
+}
+
+// poll reads what the kernel logged since the last poll and keeps its
+// lines about teardown.
+func (w *watch) poll() {
+	if w.klog == nil {
+		return
+	}
+	recs, err := w.klog.Read(kmsgBatch)
+	for _, r := range recs {
+		if !kmsg.Teardown(r.Text) {
+			continue
+		}
+		if name, n, ok := kmsg.Waiting(r.Text); ok {
+			w.nwait++
+			if _, seen := w.usage[name]; !seen {
+				w.names = append(w.names, name)
+			}
+			w.usage[name] = n
+		}
+		for _, l := range r.Lines() {
+			if len(w.lines) < maxKernelLines {
+				w.lines = append(w.lines, l)
+			} else {
+				w.dropped++
+			}
+		}
+	}
+	if err != nil {
+		w.b.notef(w.res, "kernel log: %v; stopped reading it", err)
+		w.klog.Close()
+		w.klog = nil
+	}
+}
+
+// close releases the watch's descriptors and threads.
+func (w *watch) close() {
+	if w.klog != nil {
+		w.klog.Close()
+		w.klog = nil
+	}
+	if w.smp != nil {
+		w.smp.Stop()
+		w.smp = nil
+	}
+}
+
+// finish completes the result once the command's requests are done (err
+// is the command's error): the kernel log lines, the phases, and for a
+// request given up on the stuck result and its verdict, returned as an
+// error wrapping ndst.ErrStuck.
+func (w *watch) finish(err error) error {
+	w.poll()
+	res := w.res
+	res.KernelLog = append(res.KernelLog, w.lines...)
+	if w.dropped > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("kernel log: %d more lines about teardown not attached (the first %d are)", w.dropped, maxKernelLines))
+	}
+	if w.klog != nil && w.klog.Lost > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("kernel log: %d records were overwritten before ndst read them", w.klog.Lost))
+	}
+	if w.smp != nil {
+		acc := w.smp.Stop()
+		cost := w.smp.CostNS
+		w.smp = nil
+		acc.AddOther(res.WallNS-w.busy, 0)
+		res.Phases = acc.Phases()
+		if res.Counters == nil {
+			res.Counters = map[string]int64{}
+		}
+		res.Counters["stack_samples"] = int64(acc.SampleCount())
+		res.Counters["sampler_cpu_ns"] = cost
+		res.Notes = append(res.Notes, attributionNote(acc, w.snd))
+		if e := attributionExplain(res, acc); e != "" {
+			res.Explain = append(res.Explain, e)
+		}
+	}
+	w.close()
+	if w.stuck == "" {
+		return err
+	}
+	return w.giveUp()
+}
+
+// giveUp turns the result into a stuck one, with the verdict.
+func (w *watch) giveUp() error {
+	res := w.res
+	e := evidence{waited: w.stuckFor, waiting: w.nwait}
+	if ph, err := stacks.Peek(w.snd.PID, w.snd.TID, peeks, peekEvery); err == nil {
+		e.state = state(ph)
+	}
+	e.gp, e.gpSamples, e.gpErr = graceLatency()
+	res.Verdict = judge(e)
+	for _, n := range w.names {
+		res.Stuck = append(res.Stuck, ndst.StuckDevice{Name: n, UsageCount: w.usage[n]})
+	}
+	res.Result = ndst.ResultStuck
+	named := "the kernel has not named the device yet (it does after net.core.netdev_unregister_timeout_secs)"
+	if len(w.names) > 0 {
+		named = "the kernel waits for " + strings.Join(w.names, ", ")
+	}
+	res.Error = fmt.Sprintf("gave up after %s waiting for the kernel to delete %s; %s; verdict %s",
+		dur(w.stuckFor), w.stuck, named, res.Verdict.Kind)
+	res.Explain = append(res.Explain, res.Verdict.Why)
+	res.Notes = append(res.Notes, fmt.Sprintf("the kernel has unregistered %s and frees it once its references are gone; the request stays with it (sender process %d ends when it returns)", w.stuck, w.snd.PID))
+	return fmt.Errorf("%w: %s", ndst.ErrStuck, res.Error)
+}
+
+// state is where a thread read several times waits: the wait loop when any
+// reading shows it (it runs rcu_barrier() between its sleeps), else the
+// most frequent phase.
+func state(phases []string) string {
+	count := map[string]int{}
+	for _, p := range phases {
+		if p == phase.WaitLoop {
+			return p
+		}
+		if p != stacks.Running {
+			count[p]++
+		}
+	}
+	best := ""
+	for p, n := range count {
+		if n > count[best] || (n == count[best] && p < best) {
+			best = p
+		}
+	}
+	return best
+}
+
+// graceLatency measures the host's grace period now, bounded: a host whose
+// grace periods have stalled gets the bound as its figure's floor.
+func graceLatency() (time.Duration, int, string) {
+	type result struct {
+		l   membarrier.Latency
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		l, err := membarrier.Measure(gpSamples)
+		ch <- result{l, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return 0, 0, r.err.Error()
+		}
+		return r.l.Median(), len(r.l.Samples), ""
+	case <-time.After(gpTimeout):
+		return gpTimeout, 1, ""
+	}
+}
+
+// attributionNote says where the phases come from.
+func attributionNote(acc *stacks.Acc, snd *sender.Sender) string {
+	who := fmt.Sprintf("sender process %d", snd.PID)
+	if snd.InProcess {
+		who = fmt.Sprintf("sending thread %d", snd.TID)
+	}
+	s := fmt.Sprintf("phases from %d samples of the %s's kernel stack at %.0f Hz over %s",
+		acc.SampleCount(), who, float64(time.Second)/float64(stacks.DefaultInterval), plural(acc.Windows, "request"))
+	if acc.Unsampled > 0 {
+		s += fmt.Sprintf(" (%d too short for a sample: their waiting is 'other')", acc.Unsampled)
+	}
+	return s
+}
+
+// attributionExplain is the sentence under a result that names the phase
+// the devices spent most of the kernel's time in, as the emulated kernel's
+// explanation does, and what ndst itself took between the requests.
+func attributionExplain(res *ndst.Result, acc *stacks.Acc) string {
+	if res.Count == 0 || acc.TotalNS == 0 {
+		return ""
+	}
+	type share struct {
+		name string
+		ns   int64
+	}
+	var ph []share
+	for _, p := range phase.All {
+		if ns := acc.Kernel(p); ns > 0 {
+			ph = append(ph, share{p, ns})
+		}
+	}
+	if len(ph) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(ph, func(a, b share) int { return int(b.ns - a.ns) })
+	unit, n := "each device", int64(res.Count)
+	if res.Batched {
+		unit, n = "the batch", 1
+	}
+	pct := func(ns int64) float64 { return 100 * float64(ns) / float64(acc.TotalNS) }
+	s := fmt.Sprintf("real kernel: %s spent %s in %s, %.0f%% of its %s in the kernel", unit, dur(time.Duration(ph[0].ns/n)),
+		phase.Describe(ph[0].name), pct(ph[0].ns), dur(time.Duration(acc.TotalNS/n)))
+	if len(ph) > 1 {
+		s += fmt.Sprintf("; next, %s %.0f%%", ph[1].name, pct(ph[1].ns))
+	}
+	if acc.OutsideNS > 0 {
+		s += fmt.Sprintf(" (ndst's own time between requests: %s)", dur(time.Duration(acc.OutsideNS/n)))
+	}
+	return s
+}
