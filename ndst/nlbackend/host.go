@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,12 +38,11 @@ var (
 	cmdlineFile   = "/proc/cmdline"
 	cpuOnlineFile = "/sys/devices/system/cpu/online"
 	debugPreempt  = "/sys/kernel/debug/sched/preempt"
+	realtimeFile  = "/sys/kernel/realtime"
 )
 
 // ProbeHost reads HZ (from /proc/config.gz or /boot/config-RELEASE), the
-// number of online CPUs and the preemption model (from debugfs when mounted,
-// else from preempt= on the command line of a PREEMPT_DYNAMIC kernel, else
-// from the configuration).
+// number of online CPUs and the preemption model (see probePreempt).
 func ProbeHost() HostFacts {
 	var h HostFacts
 	if b, err := safefile.ReadKernelFile(osReleaseFile); err == nil {
@@ -63,21 +63,52 @@ func ProbeHost() HostFacts {
 	return h
 }
 
+// probePreempt names the preemption model in force and where it was read,
+// from the strongest evidence down:
+//  1. PREEMPT_RT: CONFIG_PREEMPT_RT=y, /sys/kernel/realtime reading 1 (the
+//     RT patch set's file) or PREEMPT_RT in uname -v. It comes first: from
+//     6.13 an RT kernel can be PREEMPT_DYNAMIC too, and debugfs then names
+//     its dynamic mode (full or lazy), not rt.
+//  2. /sys/kernel/debug/sched/preempt, when debugfs is mounted: the mode a
+//     PREEMPT_DYNAMIC kernel runs in now (it can be changed at run time).
+//  3. The last valid preempt= on the command line of a PREEMPT_DYNAMIC kernel
+//     (known from its config, or from uname -v when no config is readable);
+//     the kernel ignores preempt= otherwise.
+//  4. The model the config is built with (a PREEMPT_DYNAMIC kernel's boot
+//     default).
+//  5. uname -v alone: PREEMPT without PREEMPT_DYNAMIC is full. With
+//     PREEMPT_DYNAMIC and nothing else, or no flag (none or voluntary), the
+//     model is not known: "".
+//
+// uname -v carries SMP and one preemption flag (init/Makefile: PREEMPT for
+// PREEMPT_BUILD, replaced by PREEMPT_DYNAMIC, replaced by PREEMPT_RT).
 func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
+	var version []string
+	if b, err := safefile.ReadKernelFile(versionFile); err == nil {
+		version = strings.Fields(string(b))
+	}
+	uname := "uname -v (" + versionFile + ")"
+	switch {
+	case cfg["CONFIG_PREEMPT_RT"] == "y":
+		return "rt", cfgSource
+	case realtimeKernel():
+		return "rt", realtimeFile
+	case slices.Contains(version, "PREEMPT_RT"):
+		return "rt", uname
+	}
 	if b, err := safefile.ReadKernelFile(debugPreempt); err == nil {
 		if m := parseDebugPreempt(string(b)); m != "" {
 			return m, debugPreempt
 		}
 	}
-	if cfg["CONFIG_PREEMPT_DYNAMIC"] == "y" {
+	dynamic, dynamicFrom := cfg["CONFIG_PREEMPT_DYNAMIC"] == "y", "its config"
+	if len(cfg) == 0 && slices.Contains(version, "PREEMPT_DYNAMIC") {
+		dynamic, dynamicFrom = true, uname
+	}
+	if dynamic {
 		if b, err := safefile.ReadKernelFile(cmdlineFile); err == nil {
-			for _, f := range strings.Fields(string(b)) {
-				if v, ok := strings.CutPrefix(f, "preempt="); ok {
-					switch v {
-					case "none", "voluntary", "full", "lazy":
-						return v, "preempt= on the kernel command line"
-					}
-				}
+			if m := cmdlinePreempt(string(b)); m != "" {
+				return m, "preempt= on the kernel command line (PREEMPT_DYNAMIC, from " + dynamicFrom + ")"
 			}
 		}
 	}
@@ -88,18 +119,35 @@ func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
 		}
 		return m, src
 	}
-	if b, err := safefile.ReadKernelFile(versionFile); err == nil {
-		v := string(b)
-		switch {
-		case strings.Contains(v, "PREEMPT_RT"):
-			return "rt", versionFile
-		case strings.Contains(v, "PREEMPT_DYNAMIC"):
-			return "", ""
-		case strings.Contains(v, "PREEMPT"):
-			return "full", versionFile
-		}
+	if slices.Contains(version, "PREEMPT") {
+		return "full", uname
 	}
 	return "", ""
+}
+
+// realtimeKernel reports whether /sys/kernel/realtime reads 1.
+func realtimeKernel() bool {
+	b, err := safefile.ReadKernelFile(realtimeFile)
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
+// cmdlinePreempt is the model the last valid preempt= on a kernel command
+// line selects: the kernel applies each in turn and warns about, and skips,
+// a mode it does not know.
+func cmdlinePreempt(cmdline string) string {
+	m := ""
+	for _, f := range strings.Fields(cmdline) {
+		if f == "--" {
+			break // the rest goes to init
+		}
+		if v, ok := strings.CutPrefix(f, "preempt="); ok {
+			switch v {
+			case "none", "voluntary", "full", "lazy":
+				m = v
+			}
+		}
+	}
+	return m
 }
 
 // parseDebugPreempt reads /sys/kernel/debug/sched/preempt, which lists the
