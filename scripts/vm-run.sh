@@ -3,13 +3,18 @@
 #
 # Usage:
 #   scripts/vm-run.sh [options] -- NDST-ARGS... [';;' NDST-ARGS...]
-#   scripts/vm-run.sh --fetch-only [--module] [--kernel DEB-or-vmlinuz]
+#   scripts/vm-run.sh --fetch-only [--module] [--kernel DEB-or-vmlinuz | --package NAME]
 #
 # Options:
 #   --cpus N            guest CPUs (1..64, default 1; 1 is a true uniprocessor guest)
-#   --preempt MODE      none, voluntary or full (kernel command line preempt=, default none)
-#   --kernel FILE       a kernel image package (.deb) or a vmlinuz; default: linux-image-amd64
-#                       from Debian's registry (apt-get download + dpkg-deb, never installed)
+#   --preempt MODE      the preemption model to boot: none, voluntary, full or lazy (a
+#                       PREEMPT_DYNAMIC kernel's preempt= on the command line), or rt; a
+#                       mode the kernel's config cannot boot is a usage error. Default:
+#                       none when the kernel takes preempt=, else the model it is built with
+#   --kernel FILE       a kernel image package (.deb) or a vmlinuz
+#   --package NAME      a kernel image package in Debian's registry, or a metapackage that
+#                       depends on one (linux-image-rt-amd64 -> linux-image-6.1.0-57-rt-amd64);
+#                       default linux-image-amd64 (apt-get download + dpkg-deb, never installed)
 #   --timeout S         seconds the whole boot may take (default 300)
 #   --mem MB            guest memory (default 512)
 #   --guest-bin FILE    run this static program instead of ndst (no --backend flag added)
@@ -25,7 +30,9 @@
 #   --console           copy the guest console (kernel messages) to stderr as it runs
 #   --keep              keep the work folder (initramfs, console log) and print its path
 #   --fetch-only        only fetch/unpack the kernel into the cache (with --module: the
-#                       headers too, and build the module); print what was found
+#                       headers too, and build the module); print what was found, with
+#                       the preemption models the kernel boots (preempt_models=) and the
+#                       one it boots without preempt= (preempt_boot=)
 #
 # The guest is a minimal initramfs: busybox (static), dummy.ko, a static ndst built
 # from this repo (CGO_ENABLED=0 ./cmd/ndst) and an /init that loads dummy.ko (and
@@ -39,6 +46,8 @@
 #   @@ndst-vm module dummy loaded
 #   @@ndst-vm module ndst loaded                     (with --module)
 #   @@ndst-vm guest release=6.1.0-57-amd64 cpus=1 preempt=none uptime=2.14
+#                       (preempt: /sys/kernel/debug/sched/preempt, else rt from
+#                       /sys/kernel/realtime or uname -v, else unknown)
 #   @@ndst-vm begin 1 add 100
 #   ...the command's stdout, verbatim...
 #   @@ndst-vm stderr 1
@@ -78,8 +87,9 @@ note() { echo "vm-run: $*" >&2; }
 usage_die() { die $EXIT_USAGE "$*  (see: $0 --help)"; }
 
 cpus=1
-preempt=none
+preempt=""
 kernel=""
+package=""
 timeout_s=300
 mem=512
 guest_bin=""
@@ -95,13 +105,14 @@ need_val() { [[ $# -ge 2 ]] || usage_die "$1 needs a value"; }
 
 while (($#)); do
 	case $1 in
-	--cpus | --preempt | --kernel | --timeout | --mem | --guest-bin | --headers)
+	--cpus | --preempt | --kernel | --package | --timeout | --mem | --guest-bin | --headers)
 		need_val "$@"
 		v=$2
 		case $1 in
 		--cpus) cpus=$v ;;
 		--preempt) preempt=$v ;;
 		--kernel) kernel=$v ;;
+		--package) package=$v ;;
 		--timeout) timeout_s=$v ;;
 		--mem) mem=$v ;;
 		--guest-bin) guest_bin=$v ;;
@@ -109,7 +120,7 @@ while (($#)); do
 		esac
 		shift 2
 		;;
-	--cpus=* | --preempt=* | --kernel=* | --timeout=* | --mem=* | --guest-bin=* | --headers=*)
+	--cpus=* | --preempt=* | --kernel=* | --package=* | --timeout=* | --mem=* | --guest-bin=* | --headers=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	--shell) shell=1 && shift ;;
@@ -134,11 +145,15 @@ done
 is_int_in() { [[ $1 =~ ^[1-9][0-9]{0,5}$ ]] && (($1 >= $2 && $1 <= $3)); }
 
 is_int_in "$cpus" 1 64 || usage_die "--cpus '$cpus': want an integer from 1 to 64"
-case $preempt in none | voluntary | full) ;; *) usage_die "--preempt '$preempt': want none, voluntary or full" ;; esac
+case $preempt in "" | none | voluntary | full | lazy | rt) ;; *) usage_die "--preempt '$preempt': want none, voluntary, full, lazy or rt" ;; esac
 is_int_in "$timeout_s" 1 86400 || usage_die "--timeout '$timeout_s': want whole seconds from 1 to 86400"
 is_int_in "$mem" 128 65536 || usage_die "--mem '$mem': want MB from 128 to 65536"
 if [[ -n $kernel && ! -f $kernel ]]; then
 	usage_die "--kernel '$kernel': no such file"
+fi
+if [[ -n $package ]]; then
+	[[ -z $kernel ]] || usage_die "--kernel and --package exclude each other"
+	[[ $package =~ ^linux-image-[a-z0-9][a-z0-9.+-]*$ ]] || usage_die "--package '$package': want a Debian kernel image package name (linux-image-...)"
 fi
 if [[ -n $guest_bin && ! -f $guest_bin ]]; then
 	usage_die "--guest-bin '$guest_bin': no such file"
@@ -383,17 +398,45 @@ apt_download() {
 	fi
 }
 
+# cached_flavour NAME: the newest cached kernel folder of NAME's flavour
+# (linux-image-amd64 -> linux-image-RELEASE-amd64_VERSION, linux-image-rt-amd64
+# -> linux-image-RELEASE-rt-amd64_VERSION); a versioned NAME matches itself.
+cached_flavour() {
+	local name=$1 flav pat
+	if [[ $name =~ ^linux-image-[0-9] ]]; then
+		pat="${name}_*"
+	else
+		flav=${name#linux-image-}
+		pat="linux-image-[0-9]*-${flav}_*"
+	fi
+	find "$cache/kernels" -mindepth 1 -maxdepth 1 -type d -name "$pat" 2>/dev/null |
+		while read -r d; do
+			# linux-image-6.1.0-57-amd64 must not match the rt flavour's pattern, and
+			# the other way round: the part before the flavour is the release number.
+			local b=${d##*/}
+			b=${b%%_*}
+			b=${b#linux-image-}
+			[[ -n ${flav:-} ]] && { [[ ${b%-"$flav"} =~ ^[0-9][0-9.]*-[0-9]+$ ]] || continue; }
+			echo "$d"
+		done | sort -V | tail -n1
+}
+
 fetch_registry() {
-	local pkg ver key dir tmp log
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}') || true
+	local name=${package:-linux-image-amd64} pkg ver key dir tmp log
+	# A metapackage names the versioned kernel package in its Depends; a
+	# versioned package is its own kernel.
+	pkg=$(apt-cache depends "$name" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}') || true
+	if [[ -z $pkg && $name =~ ^linux-image-[0-9] ]] && apt-cache show "$name" >/dev/null 2>&1; then
+		pkg=$name
+	fi
 	if [[ -z $pkg ]]; then
-		dir=$(find "$cache/kernels" -mindepth 1 -maxdepth 1 -type d -name 'linux-image-*' 2>/dev/null | sort -V | tail -n1) || true
+		dir=$(cached_flavour "$name") || true
 		if [[ -n $dir && -f $dir/release ]]; then
-			note "apt does not know linux-image-amd64; using the cached ${dir##*/}"
+			note "apt does not know $name; using the cached ${dir##*/}"
 			kernel_from_dir "$dir"
 			return
 		fi
-		die $EXIT_KERNEL "cannot resolve linux-image-amd64: apt's package lists do not have it (run 'apt-get update' as root; is Debian's registry configured and reachable?), or pass --kernel"
+		die $EXIT_KERNEL "cannot resolve $name: apt's package lists do not have it (run 'apt-get update' as root; is Debian's registry configured and reachable?), or pass --kernel"
 	fi
 	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" {print $2; exit}') || true
 	[[ -n $ver && $ver != "(none)" ]] || die $EXIT_KERNEL "apt has no installable version of $pkg"
@@ -591,12 +634,50 @@ if [[ -n $k_config ]]; then
 	hz=$(awk -F= '$1 == "CONFIG_HZ" {print $2}' "$k_config")
 fi
 
+# The preemption models the kernel can boot, from its config
+# (kernel/Kconfig.preempt): PREEMPT_RT boots rt only (from 6.13 an RT kernel
+# may also be PREEMPT_DYNAMIC, between full and lazy, and stays rt); a
+# PREEMPT_DYNAMIC kernel takes preempt=none|voluntary|full on its command
+# line, and lazy where the architecture has it (ARCH_HAS_PREEMPT_LAZY, 6.13
+# on); any other kernel boots the one model it is built with. Without a
+# config nothing is known and every mode is tried.
+k_models="" k_boot="" k_dynamic=0
+if [[ -n $k_config ]]; then
+	read -r k_boot k_dynamic k_models < <(awk -F= '
+		$2 == "y" { y[$1] = 1 }
+		END {
+			boot = y["CONFIG_PREEMPT_RT"] ? "rt" : y["CONFIG_PREEMPT_LAZY"] ? "lazy" : y["CONFIG_PREEMPT"] ? "full" : \
+				y["CONFIG_PREEMPT_VOLUNTARY"] ? "voluntary" : y["CONFIG_PREEMPT_NONE"] ? "none" : "-"
+			dyn = y["CONFIG_PREEMPT_DYNAMIC"] ? 1 : 0
+			models = boot
+			if (boot == "rt") models = "rt"
+			else if (dyn) models = "none,voluntary,full" (y["CONFIG_ARCH_HAS_PREEMPT_LAZY"] ? ",lazy" : "")
+			print boot, dyn, models
+		}' "$k_config")
+	[[ $k_boot != - ]] || k_boot="" k_models=""
+fi
+if [[ -z $preempt ]]; then
+	preempt=none
+	if [[ -n $k_models && ,$k_models, != *,none,* ]]; then
+		preempt=$k_boot
+	fi
+elif [[ -n $k_models && ,$k_models, != *,$preempt,* ]]; then
+	usage_die "--preempt $preempt: kernel $k_release boots ${k_models//,/, } only (its config: boot model $k_boot$( ((k_dynamic)) && echo ", PREEMPT_DYNAMIC" || echo ", not PREEMPT_DYNAMIC"))"
+fi
+# preempt= goes on the command line only where the kernel reads it.
+preempt_arg=""
+if [[ $preempt != rt ]] && { ((k_dynamic)) || [[ -z $k_models ]]; }; then
+	preempt_arg=" preempt=$preempt"
+fi
+
 if ((fetch_only)); then
 	echo "release=$k_release"
 	echo "vmlinuz=$k_vmlinuz"
 	echo "module=${k_module:-builtin}"
 	echo "config=$k_config"
 	echo "hz=$hz"
+	echo "preempt_models=$k_models"
+	echo "preempt_boot=$k_boot"
 	echo "source=$k_source"
 	if ((module)); then
 		echo "headers=$k_headers"
@@ -689,7 +770,10 @@ fi
 # after timestamp T (every line of a record carries its record's timestamp).
 lastlog() { dmesg | tail -n 1 | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
 newlog() { dmesg | awk -v t="${1:-0}" '{ s = $0; sub(/^\[ */, "", s); split(s, a, "]"); if (a[1] + 0 > t + 0) print }'; }
+# The model in force: debugfs names it on a PREEMPT_DYNAMIC kernel; an RT
+# kernel is rt whatever debugfs says (from 6.13 it may be dynamic too).
 pm=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' /sys/kernel/debug/sched/preempt 2>/dev/null)
+if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -qw PREEMPT_RT; then pm=rt; fi
 say "guest release=$(uname -r) cpus=$(nproc) preempt=${pm:-unknown} uptime=$(up)"
 run() {
 	n=$1
@@ -759,7 +843,7 @@ start_ns=$(date +%s%N)
 timeout -k 5 "$timeout_s" "$qemu" -accel "$accel" "${cpu[@]}" -m "$mem" -smp "$cpus" \
 	-nodefaults -no-user-config -display none -no-reboot -monitor none \
 	-kernel "$k_vmlinuz" -initrd "$work/initrd.cpio" \
-	-append "console=ttyS0 quiet panic=-1 no_timer_check preempt=$preempt" \
+	-append "console=ttyS0 quiet panic=-1 no_timer_check$preempt_arg" \
 	-serial "file:$work/console.log" -serial "file:$work/data.log" \
 	-pidfile "$work/qemu.pid" </dev/null >"$work/qemu.out" 2>&1 &
 qpid=$!

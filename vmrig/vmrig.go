@@ -45,12 +45,17 @@ const Separator = ";;"
 type Config struct {
 	// CPUs is the guest's CPU count (0 means 1).
 	CPUs int
-	// Preempt is the kernel's preemption mode: none, voluntary or full
-	// ("" means none).
+	// Preempt is the preemption model to boot: none, voluntary, full or
+	// lazy (preempt= on a PREEMPT_DYNAMIC kernel's command line), or rt;
+	// "" means none where the kernel takes preempt=, else the model it is
+	// built with. A model the kernel cannot boot is a usage error.
 	Preempt string
 	// Kernel is a kernel image package (.deb) or a vmlinuz; "" fetches
-	// linux-image-amd64 from Debian's registry.
+	// Package from Debian's registry.
 	Kernel string
+	// Package is a kernel image package of Debian's registry, or a
+	// metapackage depending on one ("" means linux-image-amd64).
+	Package string
 	// Timeout bounds the whole boot (0 means the script's default, 300 s).
 	Timeout time.Duration
 	// GuestBin replaces ndst inside the guest with this static program
@@ -299,9 +304,7 @@ func Args(cfg Config, cmds ...[]string) ([]string, error) {
 	if cfg.Preempt != "" {
 		a = append(a, "--preempt", cfg.Preempt)
 	}
-	if cfg.Kernel != "" {
-		a = append(a, "--kernel", cfg.Kernel)
-	}
+	a = append(a, kernelArgs(cfg)...)
 	if cfg.Timeout != 0 {
 		if cfg.Timeout < 0 {
 			return nil, fmt.Errorf("vmrig: negative timeout %v", cfg.Timeout)
@@ -337,6 +340,17 @@ func Args(cfg Config, cmds ...[]string) ([]string, error) {
 		a = append(a, c...)
 	}
 	return a, nil
+}
+
+func kernelArgs(cfg Config) []string {
+	var a []string
+	if cfg.Kernel != "" {
+		a = append(a, "--kernel", cfg.Kernel)
+	}
+	if cfg.Package != "" {
+		a = append(a, "--package", cfg.Package)
+	}
+	return a
 }
 
 func moduleArgs(cfg Config) []string {
@@ -422,6 +436,11 @@ type Kernel struct {
 	Config  string // the kernel config, "" when unknown
 	HZ      int    // 0 when unknown
 	Source  string // package and version, or the file given
+	// PreemptModels are the preemption models the kernel boots (from its
+	// config; nil when unknown) and PreemptBoot the one it boots without
+	// preempt= on its command line.
+	PreemptModels []string
+	PreemptBoot   string
 	// Headers is the kernel build tree and NdstKo the module built
 	// against it; only when Fetch ran with Config.Module.
 	Headers string
@@ -432,10 +451,7 @@ type Kernel struct {
 // and reports it; with cfg.Module, also the kernel's headers and the ndst
 // module built against them.
 func Fetch(ctx context.Context, cfg Config) (*Kernel, error) {
-	a := []string{"--fetch-only"}
-	if cfg.Kernel != "" {
-		a = append(a, "--kernel", cfg.Kernel)
-	}
+	a := append([]string{"--fetch-only"}, kernelArgs(cfg)...)
 	a = append(a, moduleArgs(cfg)...)
 	stdout, err := runScript(ctx, cfg, a)
 	if err != nil {
@@ -450,6 +466,10 @@ func Fetch(ctx context.Context, cfg Config) (*Kernel, error) {
 	k := &Kernel{Release: kv["release"], Vmlinuz: kv["vmlinuz"], Module: kv["module"], Config: kv["config"], Source: kv["source"],
 		Headers: kv["headers"], NdstKo: kv["ndst_ko"]}
 	k.HZ, _ = strconv.Atoi(kv["hz"])
+	if m := kv["preempt_models"]; m != "" {
+		k.PreemptModels = strings.Split(m, ",")
+	}
+	k.PreemptBoot = kv["preempt_boot"]
 	if k.Release == "" || k.Vmlinuz == "" || (cfg.Module && k.NdstKo == "") {
 		return nil, fmt.Errorf("vmrig: unexpected --fetch-only output %q", stdout)
 	}

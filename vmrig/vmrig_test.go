@@ -135,6 +135,8 @@ func TestArgs(t *testing.T) {
 			[][]string{{"add", "3"}, {"list"}},
 			[]string{"--cpus", "2", "--preempt", "full", "--kernel", "k.deb", "--timeout", "2", "--guest-bin", "/g", "--", "add", "3", ";;", "list"}, ""},
 		{"no commands", Config{CPUs: 1}, nil, []string{"--cpus", "1"}, ""},
+		{"package", Config{Package: "linux-image-rt-amd64", Preempt: "rt"}, [][]string{{"list"}},
+			[]string{"--preempt", "rt", "--package", "linux-image-rt-amd64", "--", "list"}, ""},
 		{"module, shell and dmesg", Config{Module: true, Headers: "/h", Shell: true, Dmesg: true}, [][]string{{"echo", "1", ">", "add"}},
 			[]string{"--module", "--headers", "/h", "--shell", "--dmesg", "--", "echo", "1", ">", "add"}, ""},
 		{"empty command", Config{}, [][]string{{"list"}, {}}, nil, "command 2 is empty"},
@@ -226,6 +228,26 @@ func TestVMRunBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "builtin", "config-9.9.9-builtin"), []byte("CONFIG_HZ=1000\nCONFIG_DUMMY=y\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Kernels by preemption model: PREEMPT_DYNAMIC built voluntary (Debian's
+	// stock config), PREEMPT_RT (Debian's rt config), and a kernel built full
+	// without PREEMPT_DYNAMIC.
+	models := map[string]string{
+		"dynamic": "CONFIG_HZ=250\nCONFIG_DUMMY=y\n# CONFIG_PREEMPT_NONE is not set\nCONFIG_PREEMPT_VOLUNTARY=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_DYNAMIC=y\n",
+		"rt":      "CONFIG_HZ=250\nCONFIG_DUMMY=y\nCONFIG_PREEMPT_LAZY=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_RT=y\n",
+		"full":    "CONFIG_HZ=100\nCONFIG_DUMMY=y\nCONFIG_PREEMPT=y\n",
+	}
+	modelKernel := map[string]string{}
+	for name, cfg := range models {
+		p := filepath.Join(dir, name, "vmlinuz")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fakeBzImage(t, p, "9.9.9-"+name)
+		if err := os.WriteFile(filepath.Join(dir, name, "config-9.9.9-"+name), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		modelKernel[name] = p
+	}
 	notKernel := filepath.Join(dir, "garbage")
 	if err := os.WriteFile(notKernel, []byte("not a kernel\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -251,7 +273,18 @@ func TestVMRunBadInput(t *testing.T) {
 		{"zero cpus", []string{"--cpus", "0", "--", "list"}, nil, KindUsage, "--cpus '0'"},
 		{"cpus not a number", []string{"--cpus", "2x", "--", "list"}, nil, KindUsage, "--cpus '2x'"},
 		{"too many cpus", []string{"--cpus", "65", "--", "list"}, nil, KindUsage, "--cpus '65'"},
-		{"bad preempt", []string{"--preempt", "lazy", "--", "list"}, nil, KindUsage, "--preempt 'lazy'"},
+		{"bad preempt", []string{"--preempt", "fast", "--", "list"}, nil, KindUsage, "--preempt 'fast': want none, voluntary, full, lazy or rt"},
+		{"lazy on a kernel without it", []string{"--fetch-only", "--preempt", "lazy", "--kernel", modelKernel["dynamic"]}, nil, KindUsage,
+			"--preempt lazy: kernel 9.9.9-dynamic boots none, voluntary, full only"},
+		{"none on an RT kernel", []string{"--fetch-only", "--preempt", "none", "--kernel", modelKernel["rt"]}, nil, KindUsage,
+			"--preempt none: kernel 9.9.9-rt boots rt only"},
+		{"rt on a stock kernel", []string{"--fetch-only", "--preempt", "rt", "--kernel", modelKernel["dynamic"]}, nil, KindUsage, "boots none, voluntary, full only"},
+		{"none on a kernel built full", []string{"--fetch-only", "--preempt", "none", "--kernel", modelKernel["full"]}, nil, KindUsage,
+			"boots full only (its config: boot model full, not PREEMPT_DYNAMIC)"},
+		{"bad package name", []string{"--package", "firefox", "--", "list"}, nil, KindUsage, "--package 'firefox': want a Debian kernel image package name"},
+		{"package and kernel", []string{"--package", "linux-image-amd64", "--kernel", notKernel, "--", "list"}, nil, KindUsage, "exclude each other"},
+		{"package apt does not know", []string{"--fetch-only", "--package", "linux-image-ndst-no-such-flavour"}, []string{"NDST_VM_CACHE=" + filepath.Join(dir, "emptycache")},
+			KindKernel, "cannot resolve linux-image-ndst-no-such-flavour"},
 		{"bad timeout", []string{"--timeout", "-1", "--", "list"}, nil, KindUsage, "--timeout '-1'"},
 		{"no command", []string{"--cpus", "1"}, nil, KindUsage, "no command given"},
 		{"empty command", []string{"--", "list", ";;", ";;", "list"}, nil, KindUsage, "empty command"},
@@ -295,8 +328,18 @@ func TestVMRunBadInput(t *testing.T) {
 
 	// The built-in case through Fetch: module "builtin", HZ from the config.
 	k, err := Fetch(context.Background(), Config{Script: script, Kernel: builtin, Env: env})
-	if err != nil || k.Module != "builtin" || k.HZ != 1000 || k.Release != "9.9.9-builtin" {
-		t.Errorf("Fetch(builtin) = %+v, %v; want module builtin, HZ 1000, release 9.9.9-builtin", k, err)
+	if err != nil || k.Module != "builtin" || k.HZ != 1000 || k.Release != "9.9.9-builtin" || k.PreemptModels != nil || k.PreemptBoot != "" {
+		t.Errorf("Fetch(builtin) = %+v, %v; want module builtin, HZ 1000, release 9.9.9-builtin, no preemption models (its config names none)", k, err)
+	}
+	// The preemption models each kernel boots.
+	for name, want := range map[string]struct {
+		models []string
+		boot   string
+	}{"dynamic": {[]string{"none", "voluntary", "full"}, "voluntary"}, "rt": {[]string{"rt"}, "rt"}, "full": {[]string{"full"}, "full"}} {
+		k, err := Fetch(context.Background(), Config{Script: script, Kernel: modelKernel[name], Env: env})
+		if err != nil || !reflect.DeepEqual(k.PreemptModels, want.models) || k.PreemptBoot != want.boot {
+			t.Errorf("Fetch(%s) = %+v, %v; want preemption models %q, boot %q", name, k, err, want.models, want.boot)
+		}
 	}
 }
 
