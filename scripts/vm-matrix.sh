@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# vm-matrix.sh: the emulated kernel's predictions against real kernels, cell by cell.
+#
+#   scripts/vm-matrix.sh [--cpus 1,2] [--preempt MODELS] [--count 100,1000] [--timeout S]
+#                        [--json FILE] [--csv FILE] [--logs DIR] [KERNEL...]
+#
+# KERNEL is a kernel image package of Debian's registry (a metapackage such as
+# linux-image-amd64 is resolved to the versioned package it depends on) or the
+# path of a kernel .deb. Default: linux-image-amd64 linux-image-rt-amd64.
+#
+# For each kernel, each CPU count of --cpus and each preemption model the
+# kernel boots (from its config, as scripts/vm-run.sh --fetch-only reports
+# it: a PREEMPT_DYNAMIC kernel none, voluntary and full on its command line,
+# an RT kernel rt only; --preempt keeps only the models listed), one boot:
+# scripts/vm-predict.sh calibrates ndst inside the guest (ndst --json
+# calibrate), adds and deletes N dummy devices, batched and one by one, for
+# each N of --count, and predicts each delete on the host with the emulated
+# kernel of the line the guest's calibration chose from its release
+# (ndst predict --from-guest). vmrig/matrixtable then prints one Markdown
+# table (kernel, CPUs, preempt, N, mode, measured, predicted, error and the
+# emulated kernel), and writes the cells as JSON and CSV (default
+# vm-matrix.json and vm-matrix.csv in the current folder).
+#
+# Every boot is bounded by --timeout (seconds, at most and by default 300),
+# and the whole of a cell (builds and prediction included) by --timeout plus
+# 240 s. Kernel packages are cached by scripts/vm-run.sh. --logs DIR keeps
+# each boot's transcript, prediction and log (default: a scratch folder,
+# removed at the end). Nothing is left running on any exit path.
+#
+# Exit status: 0 every boot gave its predictions (whatever their errors);
+# 1 some boot did not (its row says why); 2 usage; 3 a tool is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+	local code=$1
+	shift
+	echo "vm-matrix: $*" >&2
+	exit "$code"
+}
+usage() { die 2 "$*  (see: $0 --help)"; }
+
+cpus_list=1,2 preempt_filter="" counts=100,1000 timeout_s=300 json_out=vm-matrix.json csv_out=vm-matrix.csv logs=""
+kernels=()
+while (($#)); do
+	case $1 in
+	--cpus | --preempt | --count | --timeout | --json | --csv | --logs)
+		(($# >= 2)) || usage "$1 needs a value"
+		case $1 in
+		--cpus) cpus_list=$2 ;;
+		--preempt) preempt_filter=$2 ;;
+		--count) counts=$2 ;;
+		--timeout) timeout_s=$2 ;;
+		--json) json_out=$2 ;;
+		--csv) csv_out=$2 ;;
+		--logs) logs=$2 ;;
+		esac
+		shift 2
+		;;
+	-h | --help)
+		sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+		exit 0
+		;;
+	-*) usage "unknown option '$1'" ;;
+	*) kernels+=("$1") && shift ;;
+	esac
+done
+((${#kernels[@]})) || kernels=(linux-image-amd64 linux-image-rt-amd64)
+
+# list_ok LIST REGEX: LIST is comma-separated words matching REGEX.
+list_ok() { [[ ,$1, =~ ^,($2,)+$ ]]; }
+list_ok "$cpus_list" '([1-9]|[1-5][0-9]|6[0-4])' || usage "--cpus '$cpus_list': want CPU counts from 1 to 64, separated by commas"
+list_ok "$counts" '[1-9][0-9]{0,4}' || usage "--count '$counts': want device counts from 1 to 99999, separated by commas"
+[[ -z $preempt_filter ]] || list_ok "$preempt_filter" '(none|voluntary|full|lazy|rt)' ||
+	usage "--preempt '$preempt_filter': want models among none, voluntary, full, lazy, rt, separated by commas"
+[[ $timeout_s =~ ^[1-9][0-9]*$ ]] && ((timeout_s <= 300)) || usage "--timeout '$timeout_s': want whole seconds from 1 to 300"
+kargs=() # one "--package NAME" or "--kernel PATH" per kernel, tab-joined
+for k in "${kernels[@]}"; do
+	if [[ -f $k ]]; then
+		kargs+=("--kernel"$'\t'"$(realpath "$k")")
+	elif [[ $k =~ ^linux-image-[a-z0-9][a-z0-9.+-]*$ ]]; then
+		kargs+=("--package"$'\t'"$k")
+	else
+		usage "'$k': neither a kernel .deb nor a kernel image package name (linux-image-...)"
+	fi
+done
+for out in "$json_out" "$csv_out"; do
+	[[ -d $(dirname "$out") ]] || usage "cannot write '$out': no folder $(dirname "$out")"
+done
+command -v go >/dev/null 2>&1 || die 3 "go not found: needed to build ndst and the table"
+command -v setsid >/dev/null 2>&1 || die 3 "setsid not found (util-linux)"
+
+# ---------------------------------------------------------------- cleanup
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ndst-matrix.XXXXXX")
+child="" # the running cell, leader of its own process group
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	if [[ -n $child ]]; then
+		# vm-run.sh's own trap stops its qemu on SIGTERM.
+		kill -TERM -- "-$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "vm-matrix: interrupted; stopping" >&2; exit 130' INT
+trap 'echo "vm-matrix: stopped by SIGTERM" >&2; exit 143' TERM
+trap 'exit 129' HUP
+
+# run_cell LOG CMD...: run CMD in its own session (so that a stop reaches all
+# of it), stdout to the caller's, stderr to LOG; returns its status.
+run_cell() {
+	local log=$1 rc=0
+	shift
+	setsid "$@" </dev/null 2>"$log" &
+	child=$!
+	wait "$child" || rc=$?
+	child=""
+	return "$rc"
+}
+
+if [[ -n $logs ]]; then
+	mkdir -p "$logs" || usage "--logs '$logs': cannot create it"
+	logs=$(realpath "$logs")
+else
+	logs=$work/logs
+	mkdir -p "$logs"
+fi
+go build -o "$work/matrixtable" ./vmrig/matrixtable || die 3 "cannot build vmrig/matrixtable"
+manifest=$logs/manifest.tsv
+: >"$manifest"
+
+# ---------------------------------------------------------------- the boots
+
+start=$(date +%s%N)
+plan=() # kernel index, CPUs, model, release
+for i in "${!kargs[@]}"; do
+	IFS=$'\t' read -r flag val <<<"${kargs[$i]}"
+	name=${val##*/}
+	facts=$logs/fetch-$i.txt
+	rc=0
+	run_cell "$logs/fetch-$i.stderr" bash scripts/vm-run.sh --fetch-only "$flag" "$val" >"$facts" || rc=$?
+	if ((rc)); then
+		echo "vm-matrix: $name: $(grep '^vm-run: ' "$logs/fetch-$i.stderr" | tail -n1)" >&2
+		IFS=, read -ra cl <<<"$cpus_list"
+		for c in "${cl[@]}"; do
+			printf '%s\t\t%s\t%s\t%s\t\t\t%s\n' "$val" "$c" "-" "$rc" "$logs/fetch-$i.stderr" >>"$manifest"
+		done
+		continue
+	fi
+	release=$(sed -n 's/^release=//p' "$facts")
+	models=$(sed -n 's/^preempt_models=//p' "$facts")
+	if [[ -z $models ]]; then
+		echo "vm-matrix: $release: its config is unknown; booting it with preempt=${preempt_filter:-none}" >&2
+		models=${preempt_filter:-none}
+	fi
+	keep=()
+	IFS=, read -ra ml <<<"$models"
+	for m in "${ml[@]}"; do
+		[[ -z $preempt_filter || ,$preempt_filter, == *,$m,* ]] && keep+=("$m")
+	done
+	if ((${#keep[@]} == 0)); then
+		echo "vm-matrix: $release boots ${models//,/, }: none of --preempt $preempt_filter; skipped" >&2
+		continue
+	fi
+	IFS=, read -ra cl <<<"$cpus_list"
+	for c in "${cl[@]}"; do
+		for m in "${keep[@]}"; do
+			plan+=("$i"$'\t'"$c"$'\t'"$m"$'\t'"$release")
+		done
+	done
+done
+
+n=0
+for p in "${plan[@]}"; do
+	n=$((n + 1))
+	IFS=$'\t' read -r i c m release <<<"$p"
+	IFS=$'\t' read -r flag val <<<"${kargs[$i]}"
+	cell=$logs/$release-${c}cpu-$m
+	echo "vm-matrix: [$n/${#plan[@]}] $release, $c CPU(s), preempt $m" >&2
+	t0=$(date +%s)
+	rc=0
+	run_cell "$cell.stderr" timeout -k 15 $((timeout_s + 240)) bash scripts/vm-predict.sh --cpus "$c" --preempt "$m" --count "$counts" \
+		--timeout "$timeout_s" --log "$cell.transcript" --json -- "$flag" "$val" >"$cell.prediction.json" || rc=$?
+	if ((rc == 0)); then
+		echo "vm-matrix:   done in $(($(date +%s) - t0)) s" >&2
+	else
+		echo "vm-matrix:   failed (exit $rc) after $(($(date +%s) - t0)) s: $(grep -E '^(vm-run|ndst|vm-predict)' "$cell.stderr" | tail -n1)" >&2
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$val" "$release" "$c" "$m" "$rc" "$cell.transcript" "$cell.prediction.json" "$cell.stderr" >>"$manifest"
+done
+[[ -s $manifest ]] || die 1 "nothing ran"
+
+wall=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+rc=0
+"$work/matrixtable" -manifest "$manifest" -json "$json_out" -csv "$csv_out" -wall "$wall" || rc=$?
+kept="logs in $logs"
+[[ $logs != "$work"/* ]] || kept="no logs kept (--logs DIR keeps them)"
+echo "vm-matrix: wrote $json_out and $csv_out; $kept" >&2
+exit "$rc"
