@@ -93,15 +93,22 @@ command -v setsid >/dev/null 2>&1 || die 3 "setsid not found (util-linux)"
 # ---------------------------------------------------------------- cleanup
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ndst-matrix.XXXXXX")
-child="" # the running cell, leader of its own process group
 cleanup() {
 	local rc=$?
-	trap - EXIT INT TERM HUP
-	if [[ -n $child ]]; then
-		# vm-run.sh's own trap stops its qemu on SIGTERM.
-		kill -TERM -- "-$child" 2>/dev/null || true
-		wait "$child" 2>/dev/null || true
-	fi
+	# A second signal (a stop often comes to a whole process group, twice
+	# through timeout(1)) must not cut the cleanup short.
+	trap - EXIT
+	trap '' INT TERM HUP
+	# A job started just before the signal may not be recorded yet: stop
+	# every background job of this shell (each in its own process group
+	# when setsid or timeout(1) made one).
+	local j
+	for j in $(jobs -p); do
+		kill -TERM -- "-$j" 2>/dev/null || kill -TERM "$j" 2>/dev/null || true
+	done
+	# vm-run.sh's own trap stops its qemu on SIGTERM; a cell's timeout(1)
+	# kills what is left 15 s later.
+	wait 2>/dev/null || true
 	rm -rf "$work"
 	exit "$rc"
 }
@@ -116,9 +123,7 @@ run_cell() {
 	local log=$1 rc=0
 	shift
 	setsid "$@" </dev/null 2>"$log" &
-	child=$!
-	wait "$child" || rc=$?
-	child=""
+	wait "$!" || rc=$?
 	return "$rc"
 }
 

@@ -38,7 +38,7 @@ done
 case "$counts" in ''|*[!0-9,]*|,*|*,|*,,*) echo "vm-predict.sh: --count wants numbers separated by commas" >&2; exit 2 ;; esac
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'trap "" INT TERM HUP; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 [ -n "$log" ] || log="$work/transcript"

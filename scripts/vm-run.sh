@@ -211,7 +211,17 @@ tailpid=""
 child="" # a long helper (apt-get download, go build) in its own process group
 cleanup() {
 	local rc=$?
-	trap - EXIT INT TERM HUP
+	# A second signal (a stop often comes to a whole process group, twice
+	# through timeout(1)) must not cut the cleanup short.
+	trap - EXIT
+	trap '' INT TERM HUP
+	# A job started just before the signal may not be recorded yet: stop
+	# every background job of this shell (each in its own process group
+	# when setsid or timeout(1) made one).
+	local j
+	for j in $(jobs -p); do
+		kill -TERM -- "-$j" 2>/dev/null || kill -TERM "$j" 2>/dev/null || true
+	done
 	if [[ -n $child ]]; then
 		kill -TERM -- "-$child" 2>/dev/null || true
 		wait "$child" 2>/dev/null || true
@@ -235,6 +245,7 @@ cleanup() {
 		kill "$tailpid" 2>/dev/null || true
 		wait "$tailpid" 2>/dev/null || true
 	fi
+	wait 2>/dev/null || true
 	local t
 	for t in "${tmpdirs[@]}"; do
 		rm -rf "$t"
