@@ -76,7 +76,7 @@ func (b *Backend) startWatch(res *ndst.Result, attribute bool) (*watch, error) {
 	}
 	w.snd = snd
 	if attribute {
-		smp, err := stacks.Start(snd.PID, snd.TID, 0)
+		smp, err := stacks.Start(snd.PID, snd.TID, 0, snd.CPUClock)
 		if err != nil {
 			b.notef(res, "--attribute: %v; the delete runs without attribution", err)
 		} else {

@@ -10,6 +10,7 @@ import (
 // Sample is one reading of the sampled thread.
 type Sample struct {
 	T     int64  // CLOCK_MONOTONIC, ns
+	CPU   int64  // the thread's CPU clock then (the window's clock)
 	Phase string // Classify of its stack (Running when empty)
 }
 
@@ -42,89 +43,70 @@ func NewAcc() *Acc {
 }
 
 // Add attributes one request from the samples taken during it (sorted by
-// time; those outside the window are ignored). The request's CPU time
-// (from the CPU clock) is shared among the samples that show CPU work, by
-// the time each stands for (halfway to its neighbours); if none does, it is
-// the window's running phase. Its waiting time (the rest) is shared among
-// the samples that show a wait, else among the others, and is phase.Other
-// when no sample fell in the request. The shares sum exactly to the
-// request's duration.
+// time; those outside the window are ignored). Each sample stands for the
+// time halfway to its neighbours (the window's ends go to the first and the
+// last), and within that time the CPU clock says how much the thread ran
+// and how much it waited. A sample in a waiting phase (rcu_barrier, a grace
+// period, the wait loop, RTNL) takes its waiting time, and its running time
+// goes to the window's running phase (the thread ran before or after the
+// wait, doing the request's work); any other sample takes both. With no
+// sample, the CPU time is the running phase's and the waiting time
+// phase.Other. The shares sum exactly to the request's duration.
 func (a *Acc) Add(w Window, samples []Sample) {
 	d := max(w.T1-w.T0, 0)
-	c := min(max(w.CPU1-w.CPU0, 0), d)
 	a.Windows++
 	a.TotalNS += d
-	a.CPUNS += c
 	lo := sort.Search(len(samples), func(i int) bool { return samples[i].T > w.T0 })
 	hi := sort.Search(len(samples), func(i int) bool { return samples[i].T > w.T1 })
 	in := samples[lo:hi]
 	if len(in) == 0 {
+		c := min(max(w.CPU1-w.CPU0, 0), d)
+		a.CPUNS += c
 		a.Unsampled++
 		a.cpu[w.Running] += c
 		a.wait[phase.Other] += d - c
 		return
 	}
-	phases := make([]string, len(in))
-	cells := make([]int64, len(in))
-	var cpuW, waitW []int64
-	for i, s := range in {
-		left, right := w.T0, w.T1
-		if i > 0 {
-			left = (in[i-1].T + s.T) / 2
+	// Points: the window's start, the samples, its end; each interval
+	// between two points is halved between their owners.
+	n := len(in)
+	cellCPU, cellWait := make([]int64, n), make([]int64, n)
+	prevT, prevCPU, prevOwner := w.T0, w.CPU0, 0
+	for i := 0; i <= n; i++ {
+		t, cpu, owner := w.T1, w.CPU1, n-1
+		if i < n {
+			t, cpu, owner = in[i].T, in[i].CPU, i
 		}
-		if i < len(in)-1 {
-			right = (s.T + in[i+1].T) / 2
+		dt := t - prevT
+		dc := min(max(cpu-prevCPU, 0), dt)
+		left := dt / 2
+		lc := dc / 2
+		if i == 0 || i == n { // an end of the window: all to its sample
+			left, lc = dt, dc
+			if i == 0 {
+				left, lc = 0, 0
+			}
 		}
-		cells[i] = right - left
-		phases[i] = s.Phase
-		if s.Phase == Running {
-			phases[i] = w.Running
-		}
-		a.Samples[phases[i]]++
+		cellCPU[prevOwner] += lc
+		cellWait[prevOwner] += left - lc
+		cellCPU[owner] += dc - lc
+		cellWait[owner] += (dt - left) - (dc - lc)
+		prevT, prevCPU, prevOwner = t, cpu, owner
 	}
-	for i := range in {
-		if IsWait(phases[i]) {
-			cpuW, waitW = append(cpuW, 0), append(waitW, cells[i])
+	for i, x := range in {
+		p := x.Phase
+		if p == Running {
+			p = w.Running
+		}
+		a.Samples[p]++
+		a.CPUNS += cellCPU[i]
+		if IsWait(p) {
+			a.cpu[w.Running] += cellCPU[i]
 		} else {
-			cpuW, waitW = append(cpuW, cells[i]), append(waitW, 0)
+			a.cpu[p] += cellCPU[i]
 		}
+		a.wait[p] += cellWait[i]
 	}
-	if sum(cpuW) > 0 {
-		spread(a.cpu, phases, cpuW, c)
-	} else {
-		a.cpu[w.Running] += c
-	}
-	if sum(waitW) == 0 {
-		waitW = cpuW
-	}
-	spread(a.wait, phases, waitW, d-c)
-}
-
-func sum(w []int64) int64 {
-	var s int64
-	for _, v := range w {
-		s += v
-	}
-	return s
-}
-
-// spread adds total to m, shared among phases by weight, exactly: the
-// rounding remainder goes to the heaviest.
-func spread(m map[string]int64, phases []string, weight []int64, total int64) {
-	s := sum(weight)
-	if s <= 0 || total == 0 {
-		return
-	}
-	heaviest, given := 0, int64(0)
-	for i, w := range weight {
-		share := int64(float64(total) * float64(w) / float64(s))
-		m[phases[i]] += share
-		given += share
-		if w > weight[heaviest] {
-			heaviest = i
-		}
-	}
-	m[phases[heaviest]] += total - given
 }
 
 // AddOther adds time outside any request (ndst's own work between

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,9 +43,15 @@ type Sampler struct {
 	path     string
 	f        *os.File
 	interval time.Duration
+	clock    func() int64
 	active   atomic.Bool
 	stop     chan struct{}
 	done     chan struct{}
+
+	// cpu is the CPU the sampler shares with the thread (-1: not pinned);
+	// restore gives the thread back its affinity.
+	cpu     int
+	restore func()
 
 	mu      sync.Mutex
 	pending []Sample
@@ -55,9 +63,10 @@ type Sampler struct {
 }
 
 // Start opens /proc/PID/task/TID/stack and starts sampling it every
-// interval (0: DefaultInterval) while SetActive(true). It fails with
+// interval (0: DefaultInterval) while SetActive(true), reading the thread's
+// CPU clock (clock) with each sample. It fails with
 // ErrNoStackFile or ErrNotPermitted (wrapped) when the stack cannot be read.
-func Start(pid, tid int, interval time.Duration) (*Sampler, error) {
+func Start(pid, tid int, interval time.Duration, clock func() int64) (*Sampler, error) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
@@ -83,10 +92,53 @@ func Start(pid, tid int, interval time.Duration) (*Sampler, error) {
 	default:
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	s := &Sampler{path: path, f: f, interval: interval, stop: make(chan struct{}), done: make(chan struct{}), acc: NewAcc()}
+	s := &Sampler{path: path, f: f, interval: interval, clock: clock, stop: make(chan struct{}), done: make(chan struct{}), acc: NewAcc(), cpu: -1}
+	s.cpu, s.restore = share(pid, tid)
 	go s.loop()
 	return s, nil
 }
+
+// share keeps thread tid on the CPU it is on now, for the sampler to run
+// there too: a sampler waking another CPU every millisecond would keep that
+// CPU from idling, which changes how soon grace periods end (measured here:
+// a one-by-one delete 6% slower), while the thread it samples mostly sleeps.
+// It returns the CPU (-1 when the affinity cannot be set) and the function
+// that gives the thread its affinity back.
+func share(pid, tid int) (int, func()) {
+	b, err := safefile.ReadKernelFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		return -1, func() {}
+	}
+	cpu, ok := statCPU(string(b))
+	var old, one unix.CPUSet
+	if !ok || unix.SchedGetaffinity(tid, &old) != nil || !old.IsSet(cpu) {
+		return -1, func() {}
+	}
+	one.Set(cpu)
+	if unix.SchedSetaffinity(tid, &one) != nil {
+		return -1, func() {}
+	}
+	return cpu, func() { _ = unix.SchedSetaffinity(tid, &old) }
+}
+
+// statCPU reads the "processor" field (the 39th) of a /proc/PID/stat line:
+// the CPU the thread last ran on.
+func statCPU(stat string) (int, bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 37 {
+		return 0, false
+	}
+	cpu, err := strconv.Atoi(f[36])
+	return cpu, err == nil && cpu >= 0
+}
+
+// CPU is the CPU the sampler shares with its thread, -1 when it could not
+// pin them together.
+func (s *Sampler) CPU() int { return s.cpu }
 
 // SetActive starts (true) or pauses (false) the sampling: it is active
 // while a request is in flight.
@@ -118,6 +170,7 @@ func (s *Sampler) AddOther(d, cpu int64) {
 func (s *Sampler) Stop() *Acc {
 	close(s.stop)
 	<-s.done
+	s.restore()
 	s.f.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,6 +183,11 @@ func (s *Sampler) loop() {
 	// with the goroutine.
 	runtime.LockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0) // 1 µs: on time at 1 kHz
+	if s.cpu >= 0 {
+		var one unix.CPUSet
+		one.Set(s.cpu)
+		_ = unix.SchedSetaffinity(0, &one)
+	}
 	c0 := threadCPU()
 	defer func() { s.CostNS = threadCPU() - c0 }()
 	fd := int(s.f.Fd())
@@ -153,6 +211,7 @@ func (s *Sampler) loop() {
 		if !s.active.Load() {
 			continue
 		}
+		cpu := s.clock()
 		n, err := unix.Pread(fd, buf, 0)
 		if err != nil {
 			s.mu.Lock()
@@ -160,7 +219,7 @@ func (s *Sampler) loop() {
 			s.mu.Unlock()
 			continue
 		}
-		x := Sample{T: now, Phase: Classify(Frames(buf[:n]))}
+		x := Sample{T: now, CPU: cpu, Phase: Classify(Frames(buf[:n]))}
 		s.mu.Lock()
 		if len(s.pending) < maxPending {
 			s.pending = append(s.pending, x)

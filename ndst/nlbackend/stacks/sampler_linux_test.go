@@ -39,7 +39,12 @@ func TestSamplerGracePeriods(t *testing.T) {
 		res <- w
 	}()
 	tid := <-tids
-	s, err := Start(os.Getpid(), tid, 0)
+	clock := func() int64 {
+		var ts unix.Timespec
+		_ = unix.ClockGettime(int32(^uint32(tid)<<3)|6, &ts) // the thread's CPU clock
+		return ts.Nano()
+	}
+	s, err := Start(os.Getpid(), tid, 0, clock)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -68,7 +73,7 @@ func TestSamplerGracePeriods(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	if _, err := Start(os.Getpid(), 1<<30, 0); err == nil || errors.Is(err, ErrNotPermitted) {
+	if _, err := Start(os.Getpid(), 1<<30, 0, threadCPU); err == nil || errors.Is(err, ErrNotPermitted) {
 		t.Errorf("Start(no such thread) = %v, want an error saying it is gone", err)
 	}
 }

@@ -23,7 +23,7 @@ type Sampler struct {
 }
 
 // Start fails: there is no kernel stack to read here.
-func Start(pid, tid int, interval time.Duration) (*Sampler, error) { return nil, ErrNoStackFile }
+func Start(pid, tid int, interval time.Duration, clock func() int64) (*Sampler, error) { return nil, ErrNoStackFile }
 
 // SetActive does nothing.
 func (s *Sampler) SetActive(bool) {}
@@ -39,3 +39,6 @@ func (s *Sampler) Stop() *Acc { return NewAcc() }
 
 // Peek fails: there is no kernel stack to read here.
 func Peek(pid, tid, n int, every time.Duration) ([]string, error) { return nil, ErrNoStackFile }
+
+// CPU is -1: nothing is pinned.
+func (s *Sampler) CPU() int { return -1 }
