@@ -87,3 +87,25 @@ func dur(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
 }
+
+// state is where a thread read several times waits: the wait loop when any
+// reading shows it (it runs rcu_barrier() between its sleeps), else the
+// most frequent phase.
+func state(phases []string) string {
+	count := map[string]int{}
+	for _, p := range phases {
+		if p == phase.WaitLoop {
+			return p
+		}
+		if p != "" {
+			count[p]++
+		}
+	}
+	best := ""
+	for p, n := range count {
+		if n > count[best] || (n == count[best] && p < best) {
+			best = p
+		}
+	}
+	return best
+}

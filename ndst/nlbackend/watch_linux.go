@@ -259,28 +259,6 @@ func (w *watch) giveUp() error {
 	return fmt.Errorf("%w: %s", ndst.ErrStuck, res.Error)
 }
 
-// state is where a thread read several times waits: the wait loop when any
-// reading shows it (it runs rcu_barrier() between its sleeps), else the
-// most frequent phase.
-func state(phases []string) string {
-	count := map[string]int{}
-	for _, p := range phases {
-		if p == phase.WaitLoop {
-			return p
-		}
-		if p != stacks.Running {
-			count[p]++
-		}
-	}
-	best := ""
-	for p, n := range count {
-		if n > count[best] || (n == count[best] && p < best) {
-			best = p
-		}
-	}
-	return best
-}
-
 // graceLatency measures the host's grace period now, bounded: a host whose
 // grace periods have stalled gets the bound as its figure's floor.
 func graceLatency() (time.Duration, int, string) {

@@ -23,7 +23,9 @@ type Sampler struct {
 }
 
 // Start fails: there is no kernel stack to read here.
-func Start(pid, tid int, interval time.Duration, clock func() int64) (*Sampler, error) { return nil, ErrNoStackFile }
+func Start(pid, tid int, interval time.Duration, clock func() int64) (*Sampler, error) {
+	return nil, ErrNoStackFile
+}
 
 // SetActive does nothing.
 func (s *Sampler) SetActive(bool) {}
