@@ -479,11 +479,11 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			}
 			ns.Put(t, n)
 			returnToUser(t)
+			returned = t.Now()
 			if req.OneAtATime && !ns.WaitDone(t, list[i:i+1], bound) {
 				return
 			}
 		}
-		returned = t.Now()
 		ns.WaitDone(t, list, bound)
 		t.SetMode(sim.ModeKernel)
 	})
