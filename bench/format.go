@@ -31,6 +31,7 @@ var dims = []struct {
 	{"preempt", func(c Cell) string { return c.Preempt }},
 	{"batch", func(c Cell) string { return c.Batch }},
 	{"N", func(c Cell) string { return strconv.Itoa(c.Count) }},
+	{"namespaces of", func(c Cell) string { return c.netnsWhat() }},
 }
 
 func intOrDash(v int) string {
@@ -74,6 +75,10 @@ func varying(rs []Record) (idx []int, fixed []string) {
 			if v != "-" {
 				fixed = append(fixed, "strategy "+v)
 			}
+		case "namespaces of":
+			if v != "-" {
+				fixed = append(fixed, "namespaces of "+v)
+			}
 		default:
 			fixed = append(fixed, v)
 		}
@@ -95,6 +100,9 @@ var counterColumns = []struct {
 	{"wakeups", "wakeups", formatCount},
 	{"CPU busy", "cpu_busy_ns", FormatDuration},
 	{"requests", "netlink_requests", formatCount},
+	{"returned", "netns_returned_ns", FormatDuration},
+	{"devices gone", "netns_gone_ns", FormatDuration},
+	{"cleanup runs", "cleanup_batches", formatCount},
 }
 
 // rows renders the records as a header and text rows, for the terminal
@@ -226,7 +234,11 @@ func (rep *Report) summaryLines() []string {
 	if m.Runs > 1 {
 		seeds = fmt.Sprintf("seeds %d..%d", m.Seed, m.Seed+uint64(m.Runs)-1)
 	}
-	lines := []string{fmt.Sprintf("%d cells × %d runs (%s): time to delete N devices just added", m.Cells, m.Runs, seeds)}
+	what := "time to delete N devices just added"
+	if len(rep.Results) > 0 && rep.Results[0].NetnsCell() {
+		what = "time until the kernel's cleanup of N namespaces just added is done (batched: deleted at once; one-by-one: each waited for)"
+	}
+	lines := []string{fmt.Sprintf("%d cells × %d runs (%s): %s", m.Cells, m.Runs, seeds, what)}
 	if k := kinds(rep.Results); k != "" {
 		fixed = append(fixed, "kind "+k)
 	}

@@ -180,7 +180,9 @@ func (s *Spec) workers() int {
 func (s *Spec) peakDevices(w int) int {
 	var counts []int
 	for _, c := range s.Cells() {
-		if c.Backend == "sim" {
+		if c.NetnsCell() {
+			counts = append(counts, c.netnsDevices())
+		} else if c.Backend == "sim" {
 			counts = append(counts, c.Count)
 		}
 	}
@@ -217,6 +219,9 @@ var memoryEstimate = emu.MemoryEstimate
 
 // runSim runs one emulated run: a fresh kernel with an empty namespace.
 func (s *Spec) runSim(ctx context.Context, c Cell, seed uint64) Sample {
+	if c.NetnsCell() {
+		return s.runNetnsSim(ctx, c, seed)
+	}
 	smp := Sample{Seed: seed, Result: ndst.ResultOK}
 	b, err := emu.Open(ctx, s.emuConfig(c, seed))
 	if err != nil {

@@ -79,6 +79,15 @@ type Spec struct {
 	// throwaway namespace the bench creates and removes.
 	Netlink nlbackend.Options
 
+	// NetnsCounts, when set, makes every cell a namespace cell (netns.go):
+	// N namespaces, each with lo, NetnsLinks links and (NetnsVeth) a veth
+	// pair, added and deleted at once ("batched") or one at a time
+	// ("one-by-one"); Counts is then not used. NetnsLoUp sets every lo up.
+	NetnsCounts []int
+	NetnsLinks  []int
+	NetnsVeth   []bool
+	NetnsLoUp   bool
+
 	// Workers is the number of emulated cells run at once (0: GOMAXPROCS).
 	Workers int
 	// Confirmed allows more than MaxCellsWithoutConfirm cells, and runs
@@ -96,6 +105,13 @@ type Cell struct {
 	Preempt  string `json:"preempt"`
 	Batch    string `json:"batch"`
 	Count    int    `json:"count"`
+	// A namespace cell (netns.go) deletes Namespaces namespaces (Count is
+	// the same number), each with lo, Links links and, with Veth, a veth
+	// pair; LoUp sets their lo up.
+	Namespaces int  `json:"namespaces,omitempty"`
+	Links      int  `json:"links,omitempty"`
+	Veth       bool `json:"veth,omitempty"`
+	LoUp       bool `json:"lo_up,omitempty"`
 }
 
 // OneByOne reports whether the cell deletes its devices one by one.
@@ -105,6 +121,10 @@ func (c Cell) OneByOne() bool { return c.Batch == "one-by-one" }
 func (c Cell) String() string {
 	if c.Backend == "netlink" {
 		return fmt.Sprintf("netlink %s N=%d", c.Batch, c.Count)
+	}
+	if c.NetnsCell() {
+		return fmt.Sprintf("%s on %s, HZ=%d, %d CPU(s), preempt %s, %d namespaces of %s deleted %s",
+			c.Strategy, c.Profile, c.HZ, c.CPUs, c.Preempt, c.Namespaces, c.netnsWhat(), c.netnsStyle())
 	}
 	return fmt.Sprintf("%s on %s, HZ=%d, %d CPU(s), preempt %s, %s, N=%d",
 		c.Strategy, c.Profile, c.HZ, c.CPUs, c.Preempt, c.Batch, c.Count)
@@ -174,6 +194,9 @@ func (s *Spec) Validate() error {
 			return ndst.Usagef("%s: %d is listed twice", d.flag, dup)
 		}
 	}
+	if err := s.validateNetns(); err != nil {
+		return err
+	}
 	if s.Runs < 1 || s.Runs > MaxRuns {
 		return ndst.Usagef("--runs: %d is out of range; want 1..%d", s.Runs, MaxRuns)
 	}
@@ -210,6 +233,9 @@ func firstDupInt(vs []int) int {
 
 // NumCells is the number of cells without building them (it may be huge).
 func (s *Spec) NumCells() int {
+	if len(s.NetnsCounts) > 0 {
+		return s.numNetnsCells()
+	}
 	n := 0
 	for _, b := range s.Backends {
 		m := len(s.Batches) * len(s.Counts)
@@ -237,6 +263,9 @@ func mulCap(a int, bs ...int) int {
 // preempt, batch, count, strategy (outermost first), each in the order of
 // its list, so that the strategies of one configuration and N sit together.
 func (s *Spec) Cells() []Cell {
+	if len(s.NetnsCounts) > 0 {
+		return s.netnsCells()
+	}
 	var out []Cell
 	for _, b := range s.Backends {
 		if b == "netlink" {

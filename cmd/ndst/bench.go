@@ -23,6 +23,10 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 // --cpus, --preempt, --backend) for this subcommand.
 type benchOptions struct {
 	backends, profiles, strategies, hz, cpus, preempts, batches, counts []string
+	// Namespace cells.
+	netnsCounts, netnsLinks []string
+	netnsVeth               []bool
+	netnsLoUp               bool
 
 	runs    int
 	jobs    int
@@ -54,7 +58,15 @@ Examples:
   ndst bench                                   # all 7 strategies, N=1000, 5 runs
   ndst bench --profile 6.18 --cpus 2 --hz 250 --batch batched,one-by-one --count 100,1000,10000
   ndst bench --strategy tick,barrier,backoff --count 100,1000,10000 --plot scaling.png
-  ndst bench --backend netlink --batch batched,one-by-one --count 100,1000 --runs 3`,
+  ndst bench --backend netlink --batch batched,one-by-one --count 100,1000 --runs 3
+
+With --netns-count the cells are network namespaces instead: each run adds N
+namespaces (lo, --netns-links links, a veth pair with --netns-veth true) and
+deletes them, all at once (--batch batched) or one at a time, each waited for
+(--batch one-by-one); the time is when the kernel's cleanup was done, with
+when the delete returned and when the devices were gone beside it:
+  ndst bench --profile 6.18 --hz 250 --cpus 2 --strategy backoff --netns-count 10,100,1000 \
+      --netns-veth false,true --batch batched,one-by-one --runs 1`,
 		Args: exactArgs(0, "no arguments; the matrix is given by flags"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(g, o) },
 	}
@@ -74,6 +86,10 @@ Examples:
 	f.StringVar(&o.csvOut, "export-csv", "", "write the results as CSV to this file ('-' for stdout)")
 	f.StringVar(&o.mdOut, "export-markdown", "", "write the results as a Markdown table to this file ('-' for stdout)")
 	f.StringVar(&o.plot, "plot", "", "draw time per device versus N for each strategy to FILE.svg or FILE.png")
+	f.StringSliceVar(&o.netnsCounts, "netns-count", nil, "namespace cells: numbers of namespaces N (list; replaces --count)")
+	f.StringSliceVar(&o.netnsLinks, "netns-links", nil, "namespace cells: links in each namespace besides lo (list; default 0)")
+	f.BoolSliceVar(&o.netnsVeth, "netns-veth", nil, "namespace cells: without and/or with a veth pair per namespace (list of false, true)")
+	f.BoolVar(&o.netnsLoUp, "netns-lo-up", false, "namespace cells: set lo up in every namespace")
 	f.StringVar(&o.netns, "bench-netns", "", "throwaway network namespace of netlink cells (default ndst-bench-PID; must not exist)")
 	return cmd
 }
@@ -98,6 +114,13 @@ func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
 	if s.Template, err = ndst.ParseTemplate(g.template); err != nil {
 		return nil, err
 	}
+	if s.NetnsCounts, err = intList("--netns-count", o.netnsCounts); err != nil {
+		return nil, err
+	}
+	if s.NetnsLinks, err = intList("--netns-links", o.netnsLinks); err != nil {
+		return nil, err
+	}
+	s.NetnsVeth, s.NetnsLoUp = o.netnsVeth, o.netnsLoUp
 	if g.costs != "" {
 		if s.Costs, err = costs.Load(g.costs); err != nil {
 			return nil, ndst.Usagef("%v", err)
