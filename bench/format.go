@@ -246,7 +246,7 @@ func (rep *Report) summaryLines() []string {
 		lines = append(lines, "fixed: "+strings.Join(fixed, ", "))
 	}
 	var sim, real bool
-	unbatched := map[string]bool{}
+	unbatched, netnsUnbatched := map[string]bool{}, map[string]bool{}
 	for _, r := range rep.Results {
 		if r.Backend == "netlink" {
 			real = true
@@ -255,6 +255,9 @@ func (rep *Report) summaryLines() []string {
 		}
 		if r.Batch == "batched" && !r.Batched && r.Runs > 0 && r.Backend == "sim" {
 			unbatched[r.Profile] = true
+		}
+		if r.NetnsCell() && r.Batch == "batched" && !r.Batched && r.Runs > 0 {
+			netnsUnbatched[r.Profile] = true
 		}
 	}
 	switch {
@@ -269,6 +272,10 @@ func (rep *Report) summaryLines() []string {
 		lines = append(lines, "costs: "+m.CostsFrom)
 	}
 	for _, p := range sortedKeys(unbatched) {
+		if netnsUnbatched[p] {
+			lines = append(lines, fmt.Sprintf("note: profile %s has no batched namespace cleanup (each namespace is a cleanup run of its own, its devices unregistered one by one), so its batched cells only drop the references at once", p))
+			continue
+		}
 		lines = append(lines, fmt.Sprintf("note: profile %s has no batched unregister, so its batched cells delete one by one", p))
 	}
 	return lines
@@ -399,6 +406,28 @@ var csvColumns = []struct {
 	{"context_switches", func(r Record) string { return cnt(r, "context_switches") }},
 	{"cpu_busy_ns", func(r Record) string { return cnt(r, "cpu_busy_ns") }},
 	{"netlink_requests", func(r Record) string { return cnt(r, "netlink_requests") }},
+	// Namespace cells (empty for device cells).
+	{"namespaces", func(r Record) string { return netnsInt(r, r.Namespaces) }},
+	{"links", func(r Record) string { return netnsInt(r, r.Links) }},
+	{"veth", func(r Record) string { return netnsBool(r, r.Veth) }},
+	{"lo_up", func(r Record) string { return netnsBool(r, r.LoUp) }},
+	{"netns_returned_ns", func(r Record) string { return cnt(r, "netns_returned_ns") }},
+	{"netns_gone_ns", func(r Record) string { return cnt(r, "netns_gone_ns") }},
+	{"cleanup_batches", func(r Record) string { return cnt(r, "cleanup_batches") }},
+}
+
+func netnsInt(r Record, v int) string {
+	if !r.NetnsCell() {
+		return ""
+	}
+	return strconv.Itoa(v)
+}
+
+func netnsBool(r Record, v bool) string {
+	if !r.NetnsCell() {
+		return ""
+	}
+	return strconv.FormatBool(v)
 }
 
 func okInt(r Record, v int64) string {

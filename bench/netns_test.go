@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"github.com/ndst-project/ndst/costs"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,25 @@ func TestNetnsValidate(t *testing.T) {
 		tc.change(s)
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate() = %v, want an error containing %q", err, tc.want)
+		}
+	}
+}
+
+func TestPredictNetnsSim(t *testing.T) {
+	ct, err := costs.Load("../ndst/emu/testdata/host-6.18-costs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := PredictNetnsSim(context.Background(), NetnsPredictSpec{Counts: []int{10, 100}, Costs: ct, Runs: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2*2*2 {
+		t.Fatalf("PredictNetnsSim = %d rows, want 8 (N × veth × style)", len(rows))
+	}
+	for _, r := range rows {
+		if r.OK != 1 || !(r.ReturnedNS < r.GoneNS && r.GoneNS < r.DoneNS) {
+			t.Errorf("row %+v: want one ok run with returned < gone < done", r)
 		}
 	}
 }
