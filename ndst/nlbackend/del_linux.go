@@ -382,10 +382,10 @@ func (b *Backend) delOneByOne(ctx context.Context, w *watch, giveUp time.Duratio
 		gone[l.Index] = true
 		r, err := w.call(ctx, sender.Request{Op: sender.OpLinkDel, File: senderNetns, Ifindex: int32(l.Index)},
 			giveUpAfter(giveUp, n), phase.Unregister, what)
+		requests++
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", what, err)
 		}
-		requests++
 		switch err := r.Err(); {
 		case err == nil:
 			res.Count += n

@@ -19,7 +19,8 @@ const LeakRatio = 100
 type evidence struct {
 	waited time.Duration
 	// gp is the host's grace-period latency measured when giving up (0:
-	// not measured, gpErr says why), from gpSamples membarrier calls.
+	// not measured, gpErr says why), from gpSamples membarrier calls, or on
+	// one CPU (gpSamples 0) the jiffy within which a grace period ends.
 	gp        time.Duration
 	gpSamples int
 	gpErr     string
@@ -42,7 +43,11 @@ func judge(e evidence) *ndst.Verdict {
 		ns := int64(e.gp)
 		v.GracePeriodNS, v.GracePeriodSamples = &ns, e.gpSamples
 		v.Ratio = float64(e.waited) / float64(e.gp)
-		gpText = fmt.Sprintf("%.0f times the %s a grace period takes here now (membarrier, median of %d)", v.Ratio, dur(e.gp), e.gpSamples)
+		how := fmt.Sprintf("membarrier, median of %d", e.gpSamples)
+		if e.gpSamples == 0 {
+			how = "one CPU: a grace period ends at its next context switch or tick, within a jiffy"
+		}
+		gpText = fmt.Sprintf("%.0f times the %s a grace period takes here now (%s)", v.Ratio, dur(e.gp), how)
 	}
 	// The wait loop runs rcu_barrier() between its sleeps: a thread caught
 	// there after the kernel said it waits is in the loop too. Where the

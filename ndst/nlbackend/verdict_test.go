@@ -31,6 +31,8 @@ func TestJudge(t *testing.T) {
 			[]string{"could not be read"}},
 		{"no grace period, kernel lines", evidence{waited: 11 * time.Second, gpErr: "membarrier is not available", waiting: 1}, ndst.VerdictLeak,
 			[]string{"could not be timed here (membarrier is not available)"}},
+		{"one CPU", evidence{waited: 3 * time.Second, gp: 4 * time.Millisecond, state: phase.WaitLoop}, ndst.VerdictLeak,
+			[]string{"750 times the 4.00 ms", "one CPU"}},
 		{"no grace period, no lines", evidence{waited: 5 * time.Second, gpErr: "no", state: phase.WaitLoop}, ndst.VerdictSlow,
 			[]string{"could not be timed"}},
 	} {

@@ -242,7 +242,7 @@ func (w *watch) giveUp() error {
 	if ph, err := stacks.Peek(w.snd.PID, w.snd.TID, peeks, peekEvery); err == nil {
 		e.state = state(ph)
 	}
-	e.gp, e.gpSamples, e.gpErr = graceLatency()
+	e.gp, e.gpSamples, e.gpErr = graceLatency(w.b.Host())
 	res.Verdict = judge(e)
 	for _, n := range w.names {
 		res.Stuck = append(res.Stuck, ndst.StuckDevice{Name: n, UsageCount: w.usage[n]})
@@ -255,13 +255,22 @@ func (w *watch) giveUp() error {
 	res.Error = fmt.Sprintf("gave up after %s waiting for the kernel to delete %s; %s; verdict %s",
 		dur(w.stuckFor), w.stuck, named, res.Verdict.Kind)
 	res.Explain = append(res.Explain, res.Verdict.Why)
-	res.Notes = append(res.Notes, fmt.Sprintf("the kernel has unregistered %s and frees it once its references are gone; the request stays with it (sender process %d ends when it returns)", w.stuck, w.snd.PID))
+	res.Notes = append(res.Notes, fmt.Sprintf("the kernel has unregistered %s and frees each device once its references are gone; the request stays with it (sender process %d ends when it returns)", w.stuck, w.snd.PID))
 	return fmt.Errorf("%w: %s", ndst.ErrStuck, res.Error)
 }
 
 // graceLatency measures the host's grace period now, bounded: a host whose
-// grace periods have stalled gets the bound as its figure's floor.
-func graceLatency() (time.Duration, int, string) {
+// grace periods have stalled gets the bound as its figure's floor. On one
+// CPU membarrier returns at once (there is no other CPU to wait for) and a
+// grace period ends at the CPU's next context switch or tick: its figure is
+// one jiffy, with no samples.
+func graceLatency(h HostFacts) (time.Duration, int, string) {
+	if h.CPUs == 1 {
+		if h.HZ <= 0 {
+			return 0, 0, "one CPU, and HZ unknown"
+		}
+		return time.Second / time.Duration(h.HZ), 0, ""
+	}
 	type result struct {
 		l   membarrier.Latency
 		err error
