@@ -13,6 +13,9 @@ type CPU struct {
 	runq        []*Task
 	needResched bool
 	lastSwitch  Time
+	// keptCPU is set while the scheduler passes through without switching
+	// (see Task.Schedule), so that hooks can tell that from a switch.
+	keptCPU bool
 	// irqBusyUntil is when the interrupt work charged so far ends: an
 	// idle CPU's next task starts after it, a running task's charge has
 	// been pushed back by it, and a tick that arrives before it interrupts
@@ -171,6 +174,9 @@ func (c *CPU) switchOut(t *Task) {
 		return
 	}
 	c.curr = nil
+	// __schedule clears the reschedule request it is honouring: the task
+	// it picks does not owe the CPU to anyone yet.
+	c.needResched = false
 	if len(c.runq) > 0 {
 		next := c.runq[0]
 		copy(c.runq, c.runq[1:])
@@ -178,7 +184,6 @@ func (c *CPU) switchOut(t *Task) {
 		c.switchIn(next)
 		return
 	}
-	c.needResched = false
 	c.noteSwitch()
 	c.ensureTick()
 }
@@ -326,3 +331,8 @@ func (c *CPU) resumeSoftirqs() {
 	c.irqEnter()
 	c.irqExit(false)
 }
+
+// KeptCPU reports, inside a ContextSwitch hook, that the scheduler is
+// passing through without switching: the task that called schedule() keeps
+// the CPU.
+func (c *CPU) KeptCPU() bool { return c.keptCPU }

@@ -209,3 +209,35 @@ func TestPhasesSumToTheTaskTime(t *testing.T) {
 		t.Errorf("sleep phase = %+v, want no CPU and most of two jiffies of waiting", got[1])
 	}
 }
+
+func TestWokenTaskThatPreemptsKeepsTheCPU(t *testing.T) {
+	// Under full preemption a task woken onto a spinner's CPU preempts it.
+	// The reschedule request is then spent: the woken task's own work must
+	// not hand the CPU straight back to the spinner (which would never give
+	// it up again, since nothing else asks it to).
+	for _, pre := range []Preempt{PreemptFull, PreemptRT} {
+		e := newTestEngine(t, Config{HZ: 1000, CPUs: 1, Preempt: pre, Watchdog: -1})
+		var wq WaitQueue
+		woken, done, sawDone := false, false, false
+		e.Go("sleeper", 0, false, func(tk *Task) {
+			wq.Wait(tk, func() bool { return woken })
+			tk.Charge(100 * Microsecond)
+			done = true
+		})
+		e.Go("spinner", 0, false, func(tk *Task) {
+			tk.Charge(Millisecond)
+			woken = true
+			wq.WakeAll()
+			for i := 0; !done && i < 1000; i++ {
+				tk.Relax(Microsecond)
+			}
+			sawDone = done
+		})
+		if err := e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !sawDone {
+			t.Errorf("preempt %v: the woken task never finished its work while the spinner ran", pre)
+		}
+	}
+}

@@ -228,6 +228,9 @@ func (t *Task) stretch(d Time) {
 // two events nothing can change what the loop polls, so one step here is
 // exactly as many iterations of a real busy loop as fit in that time.
 func (t *Task) Relax(min Time) {
+	if t.cpu.needResched && t.e.cfg.Preempt.Preemptive() && t.Preemptible() && len(t.cpu.runq) > 0 {
+		t.Schedule()
+	}
 	next := t.e.nextEventAt()
 	d := min
 	if next > t.e.now+d {
@@ -318,9 +321,11 @@ func (t *Task) Schedule() {
 	c := t.cpu
 	if len(c.runq) == 0 {
 		c.needResched = false
+		c.keptCPU = true
 		for _, h := range t.e.hooks {
 			h.ContextSwitch(c)
 		}
+		c.keptCPU = false
 		return
 	}
 	t.state = taskRunnable
