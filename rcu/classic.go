@@ -110,14 +110,20 @@ func (g *classic) tick(d *cpuData, mode sim.Mode) {
 		return
 	}
 	if mode == sim.ModeUser || mode == sim.ModeIdle {
-		g.qs(d)
+		g.qs(d, QSTickIdle)
 	}
 	d.cpu.RaiseSoftirq(sim.SoftirqRCU)
 }
 
-func (g *classic) contextSwitch(d *cpuData) { g.qs(d) }
+func (g *classic) contextSwitch(d *cpuData, src QSSource) { g.qs(d, src) }
 
-func (g *classic) qs(d *cpuData) { g.cpu[d.cpu.ID].passedQuiesc = true }
+func (g *classic) qs(d *cpuData, src QSSource) {
+	c := &g.cpu[d.cpu.ID]
+	if !c.passedQuiesc {
+		d.qsSrc = src
+	}
+	c.passedQuiesc = true
+}
 
 func (g *classic) softirq(d *cpuData) {
 	c := &g.cpu[d.cpu.ID]
@@ -185,7 +191,7 @@ func (g *classic) checkQS(d *cpuData) {
 	c.qsPending = false
 	if c.quiescbatch == g.cur && g.cpumask[d.cpu.ID] {
 		g.cpumask[d.cpu.ID] = false
-		g.r.stats.QSReports++
+		g.r.countQS(d.cpu.ID)
 		for _, m := range g.cpumask {
 			if m {
 				return

@@ -183,7 +183,11 @@ type Stats struct {
 	FQSScans         int64
 	FQSResched       int64
 	QSReports        int64
-	Stalls           int64
+	// QSBy counts the quiescent states that a grace period was waiting
+	// for, by what supplied them (QSSource); a QS no grace period needed is
+	// not counted.
+	QSBy   [NumQSSources]int64
+	Stalls int64
 	// GPTime sums the length of completed GPs.
 	GPTime sim.Time
 }
@@ -196,8 +200,9 @@ type impl interface {
 	queue(d *cpuData, fn func())
 	// tick is the RCU part of the scheduling-clock interrupt.
 	tick(d *cpuData, mode sim.Mode)
-	// contextSwitch is the QS of a pass through the scheduler.
-	contextSwitch(d *cpuData)
+	// contextSwitch is the QS of a pass through the scheduler (or of
+	// cond_resched()'s rcu_all_qs, as src says).
+	contextSwitch(d *cpuData, src QSSource)
 	// softirq is the RCU_SOFTIRQ handler.
 	softirq(d *cpuData)
 	// needsCPU is rcu_needs_cpu: an idle CPU must keep its tick.
@@ -210,7 +215,10 @@ type impl interface {
 }
 
 type cpuData struct {
-	cpu    *sim.CPU
+	cpu *sim.CPU
+	// qsSrc is what supplied the CPU's latest needed quiescent state; it
+	// is counted in Stats.QSBy when that state is reported.
+	qsSrc  QSSource
 	cbs    cblist
 	blimit int
 	// The rcuc/N thread (CoreKthread): its task, whether core work is
@@ -333,7 +341,11 @@ func (r *RCU) Tick(c *sim.CPU, mode sim.Mode) {
 // ContextSwitch is rcu_note_context_switch / rcu_qsctr_inc.
 func (r *RCU) ContextSwitch(c *sim.CPU) {
 	d := r.cpus[c.ID]
-	r.impl.contextSwitch(d)
+	src := QSSwitch
+	if c.KeptCPU() {
+		src = QSSchedule
+	}
+	r.impl.contextSwitch(d, src)
 	r.expReport(d)
 }
 
@@ -341,7 +353,7 @@ func (r *RCU) ContextSwitch(c *sim.CPU) {
 func (r *RCU) CondResched(t *sim.Task) {
 	if r.cfg.CondReschedQS && nestingOf(t).nesting == 0 {
 		d := r.cpus[t.CPU().ID]
-		r.impl.contextSwitch(d)
+		r.impl.contextSwitch(d, QSCondResched)
 		r.expReport(d)
 	}
 }
@@ -370,4 +382,38 @@ func (r *RCU) traceQS(cpu int, how string) {
 	if r.e.Tracing() {
 		r.e.TraceInstant(cpu, "rcu", "QS reported", map[string]any{"by": how})
 	}
+}
+
+// QSSource is what supplied a quiescent state.
+type QSSource int
+
+const (
+	// QSSwitch is a context switch.
+	QSSwitch QSSource = iota
+	// QSSchedule is a pass through schedule() that kept the CPU: nothing
+	// else was runnable (need_resched set by RCU itself, for example).
+	QSSchedule
+	// QSTickIdle is a tick that found the CPU idle or in user mode.
+	QSTickIdle
+	// QSTickPreempt is preemptible RCU's tick in kernel code outside any
+	// reader.
+	QSTickPreempt
+	// QSCondResched is cond_resched()'s rcu_all_qs, without a schedule().
+	QSCondResched
+	// QSFQSIdle is a force-quiescent-state scan that found the CPU idle or
+	// switched since its snapshot.
+	QSFQSIdle
+	// NumQSSources is the number of sources.
+	NumQSSources
+)
+
+// Name is the counter suffix of the source.
+func (s QSSource) Name() string {
+	return [...]string{"context_switch", "schedule", "tick_idle", "tick_preempt", "cond_resched", "fqs_idle"}[s]
+}
+
+// countQS counts a needed quiescent state of CPU i as reported.
+func (r *RCU) countQS(i int) {
+	r.stats.QSReports++
+	r.stats.QSBy[r.cpus[i].qsSrc]++
 }

@@ -183,6 +183,59 @@ func TestUPForceQuiescentStateAsksForAReschedule(t *testing.T) {
 	if ranAt < 3*sim.Millisecond || ranAt > 6*sim.Millisecond || m.r.Stats().FQSResched == 0 {
 		t.Errorf("callback ran at %v with %d FQS reschedules, want a few ms in, after FQS asked", ranAt, m.r.Stats().FQSResched)
 	}
+	// The spinner is the only task: its schedule() keeps the CPU, and that
+	// pass is what the grace period is credited to.
+	if by := m.r.Stats().QSBy; by[QSSchedule] == 0 || by[QSSwitch] != 0 || by[QSTickIdle] != 0 {
+		t.Errorf("quiescent states by source = %v, want schedule() passes that kept the CPU only", by)
+	}
+}
+
+func TestQuiescentStateSources(t *testing.T) {
+	// A task that queues a callback and sleeps: its own switch to idle is
+	// the QS of the GP the callback waits for. A spinner on a preemptible
+	// kernel, with the GP kthread on the other CPU (so no switch on its
+	// own), is credited to the tick outside a reader.
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		cpus  int
+		sleep bool
+		want  QSSource
+	}{
+		{"tree 2.6.3x sleeper", tree31, 1, true, QSSwitch},
+		{"classic sleeper", classic31, 1, true, QSSwitch},
+		{"modern spinner, preemptible", modern, 2, false, QSTickPreempt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pre := sim.PreemptNone
+			if !tc.sleep {
+				pre = sim.PreemptFull
+			}
+			m := newMachine(t, sim.Config{HZ: 1000, CPUs: tc.cpus, Preempt: pre, Watchdog: -1}, tc.cfg)
+			ran := false
+			m.e.Go("ndst", 0, false, func(tk *sim.Task) {
+				m.r.CallRCU(tk, func() { ran = true })
+				for !ran {
+					if tc.sleep {
+						tk.ScheduleTimeout(1)
+					} else {
+						tk.Relax(sim.Microsecond)
+					}
+				}
+			})
+			if err := m.e.Run(); err != nil {
+				t.Fatal(err)
+			}
+			st := m.r.Stats()
+			var sum int64
+			for _, n := range st.QSBy {
+				sum += n
+			}
+			if st.QSBy[tc.want] == 0 || sum != st.QSReports {
+				t.Errorf("quiescent states by source = %v (reports %d), want %s among them and every report counted once", st.QSBy, st.QSReports, tc.want.Name())
+			}
+		})
+	}
 }
 
 func TestPreemptibleRCUEndsTheSpinnersGracePeriod(t *testing.T) {

@@ -33,8 +33,10 @@ func (g *tiny) queue(d *cpuData, fn func()) { d.cbs.append(fn) }
 func (g *tiny) needsCPU(d *cpuData) bool { return d.cbs.len() > 0 }
 
 // qs is rcu_sched_qs / rcu_qs.
-func (g *tiny) qs(d *cpuData) {
+func (g *tiny) qs(d *cpuData, src QSSource) {
 	if !d.cbs.restEmpty(segDone) {
+		d.qsSrc = src
+		g.r.countQS(d.cpu.ID)
 		d.cbs.setTail(segDone, d.cbs.tail[segNext])
 		g.r.stats.GPsStarted++
 		g.r.stats.GPsCompleted++
@@ -42,17 +44,17 @@ func (g *tiny) qs(d *cpuData) {
 	}
 }
 
-func (g *tiny) contextSwitch(d *cpuData) { g.qs(d) }
+func (g *tiny) contextSwitch(d *cpuData, src QSSource) { g.qs(d, src) }
 
 func (g *tiny) tick(d *cpuData, mode sim.Mode) {
 	switch {
 	case mode == sim.ModeUser:
-		g.qs(d)
+		g.qs(d, QSTickIdle)
 	case mode == sim.ModeIdle:
 		// 2.6.33 counts the idle tick; modern kernels set need_resched
 		// on the idle task, whose pass through schedule() is the QS.
 		if !g.r.cfg.TinyTickResched || !d.cbs.restEmpty(segDone) {
-			g.qs(d)
+			g.qs(d, QSTickIdle)
 		}
 	case g.r.cfg.TinyTickResched && mode == sim.ModeKernel && !d.cbs.restEmpty(segDone):
 		d.cpu.SetNeedResched()

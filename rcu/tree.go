@@ -163,16 +163,22 @@ func (g *tree) noteGPChanges(d *cpuData) {
 }
 
 // qs is rcu_qs.
-func (g *tree) qs(d *cpuData) { g.cpu[d.cpu.ID].noQS = false }
+func (g *tree) qs(d *cpuData, src QSSource) {
+	c := &g.cpu[d.cpu.ID]
+	if c.noQS {
+		d.qsSrc = src
+	}
+	c.noQS = false
+}
 
-func (g *tree) contextSwitch(d *cpuData) { g.qs(d) }
+func (g *tree) contextSwitch(d *cpuData, src QSSource) { g.qs(d, src) }
 
 func (g *tree) tick(d *cpuData, mode sim.Mode) {
 	switch {
 	case mode == sim.ModeUser || mode == sim.ModeIdle:
-		g.qs(d)
+		g.qs(d, QSTickIdle)
 	case (g.r.cfg.Preemptible || g.r.cfg.PreemptCount) && mode == sim.ModeKernel && g.r.readerFree(d.cpu):
-		g.qs(d)
+		g.qs(d, QSTickPreempt)
 	}
 	if g.pending(d) {
 		g.r.invokeCore(d)
@@ -226,7 +232,7 @@ func (g *tree) report(i int) {
 	}
 	g.qsmask[i] = false
 	g.nqs--
-	g.r.stats.QSReports++
+	g.r.countQS(i)
 	if g.nqs == 0 {
 		g.fqsFlag = true
 		g.wq.WakeAll()
@@ -307,6 +313,7 @@ func (g *tree) fqs(first bool) {
 		switch {
 		case idle:
 			g.r.traceQS(i, "FQS scan (idle)")
+			d.qsSrc = QSFQSIdle
 			g.report(i)
 		case push:
 			d.cpu.SetNeedResched() // resched_cpu

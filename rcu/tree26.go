@@ -90,18 +90,21 @@ func (g *tree26) tick(d *cpuData, mode sim.Mode) {
 	}
 	switch {
 	case mode == sim.ModeUser || mode == sim.ModeIdle:
-		g.qs(d)
+		g.qs(d, QSTickIdle)
 	case g.r.cfg.Preemptible && mode == sim.ModeKernel && d.cpu.Curr() != nil && nestingOf(d.cpu.Curr()).nesting == 0:
-		g.qs(d) // rcu_preempt_check_callbacks
+		g.qs(d, QSTickPreempt) // rcu_preempt_check_callbacks
 	}
 	d.cpu.RaiseSoftirq(sim.SoftirqRCU)
 }
 
-func (g *tree26) contextSwitch(d *cpuData) { g.qs(d) }
+func (g *tree26) contextSwitch(d *cpuData, src QSSource) { g.qs(d, src) }
 
 // qs is rcu_qsctr_inc / rcu_preempt_qs.
-func (g *tree26) qs(d *cpuData) {
+func (g *tree26) qs(d *cpuData, src QSSource) {
 	c := &g.cpu[d.cpu.ID]
+	if !c.passedQuiesc {
+		d.qsSrc = src
+	}
 	c.passedQuiesc = true
 	c.passedCompleted = c.completed
 }
@@ -216,7 +219,7 @@ func (g *tree26) quiet(i int, cur *cpuData) {
 	}
 	g.qsmask[i] = false
 	g.nqs--
-	g.r.stats.QSReports++
+	g.r.countQS(i)
 	g.r.traceQS(i, "cpu_quiet")
 	if g.nqs > 0 {
 		return
@@ -261,9 +264,11 @@ func (g *tree26) fqs(cur *cpuData, relaxed bool) {
 		case g.signaled == fqsSaveDyntick:
 			c.dyntickSnap = d.cpu.Switches
 			if d.cpu.Idle() {
+				d.qsSrc = QSFQSIdle
 				g.quiet(i, cur)
 			}
 		case d.cpu.Idle() || d.cpu.Switches != c.dyntickSnap:
+			d.qsSrc = QSFQSIdle
 			g.quiet(i, cur) // rcu_implicit_dynticks_qs
 		default:
 			d.cpu.SetNeedResched() // rcu_implicit_offline_qs: resched IPI

@@ -624,7 +624,7 @@ func counters(k *kernel) map[string]int64 {
 		busy += int64(c.Busy[sim.ModeKernel] + c.Busy[sim.ModeUser] + c.Busy[sim.ModeIRQ])
 		idleIRQ += int64(c.Busy[sim.ModeIRQ])
 	}
-	return map[string]int64{
+	m := map[string]int64{
 		"grace_periods":       rs.GPsCompleted,
 		"grace_periods_begun": rs.GPsStarted,
 		"expedited_gps":       rs.ExpeditedGPs,
@@ -651,6 +651,10 @@ func counters(k *kernel) map[string]int64 {
 		"cpu_busy_ns":         busy,
 		"events":              es.Events,
 	}
+	for src := rcu.QSSource(0); src < rcu.NumQSSources; src++ {
+		m["qs_"+src.Name()] = rs.QSBy[src]
+	}
+	return m
 }
 
 // List implements ndst.Backend: the persisted registry, read through the

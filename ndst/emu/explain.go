@@ -67,6 +67,13 @@ func explain(r *resolved, res *ndst.Result) []string {
 				unit, per(top.TotalNS()), perN(sleeps), perN(gps), dur(gpLen), fqs)
 		default:
 			what = fmt.Sprintf("%s waited %s in netdev_wait_allrefs without sleeping (%d checks)", unit, per(top.TotalNS()), c["wait_checks"])
+			if q := c["qs_schedule"] + c["qs_context_switch"]; q > 0 && q == c["rebroadcasts"] {
+				what += fmt.Sprintf(": a loop that never sleeps gives RCU no quiescent state of its own, so its %.1f grace periods ended only at the once-a-second NETDEV_UNREGISTER rebroadcast, whose route-cache flush calls cond_resched() after RCU's forced quiescent state has set need_resched (%d such passes through schedule(), one per rebroadcast: %d kept the CPU, %d switched to another task)",
+					perN(gps), q, c["qs_schedule"], c["qs_context_switch"])
+				try = "a loop that sleeps (--strategy tick) lets each grace period end at the next tick"
+			} else if by := qsSources(c); by != "" {
+				what += "; the grace periods' quiescent states came from " + by
+			}
 		}
 	case ph.Barrier:
 		what = fmt.Sprintf("%s waited %s in rcu_barrier() for the callbacks queued during unregister: %.1f grace periods of %s%s, then the callbacks at their CPU's next tick",
@@ -98,6 +105,34 @@ func explain(r *resolved, res *ndst.Result) []string {
 		out = append(out, try)
 	}
 	return out
+}
+
+// qsSources lists what supplied the quiescent states the grace periods
+// waited for, largest first, from the run's qs_* counters.
+func qsSources(c map[string]int64) string {
+	type src struct {
+		what string
+		n    int64
+	}
+	var l []src
+	for _, s := range []src{
+		{"context switches", c["qs_context_switch"]},
+		{"schedule() passes that kept the CPU", c["qs_schedule"]},
+		{"ticks in idle or user mode", c["qs_tick_idle"]},
+		{"ticks outside a reader (preemptible RCU)", c["qs_tick_preempt"]},
+		{"cond_resched()", c["qs_cond_resched"]},
+		{"FQS scans of idle CPUs", c["qs_fqs_idle"]},
+	} {
+		if s.n > 0 {
+			l = append(l, s)
+		}
+	}
+	slices.SortStableFunc(l, func(a, b src) int { return int(b.n - a.n) })
+	var parts []string
+	for _, s := range l {
+		parts = append(parts, fmt.Sprintf("%s (%d)", s.what, s.n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // rcuHolder names the subsystem whose reference an RCU callback drops.
