@@ -241,7 +241,7 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 		clock = "wall"
 	}
 	if n := r.Netns; n != nil {
-		fmt.Fprintf(&b, "returned: %-10s the last delete returned (%s time; the kernel had only queued the namespaces)\n", fmtDur(n.ReturnedNS), clock)
+		fmt.Fprintf(&b, "returned: %-10s the last delete returned (%s time; a delete only queues its namespace for cleanup)\n", fmtDur(n.ReturnedNS), clock)
 		fmt.Fprintf(&b, "gone:     %-10s the last of their devices was unregistered (host-side veth ends included)\n", optDur(n.GoneNS))
 		fmt.Fprintf(&b, "done:     %-10s the kernel's cleanup was done: devices freed, final rcu_barrier(), namespaces freed\n", optDur(n.DoneNS))
 	}
