@@ -62,6 +62,8 @@ type Cell2009 struct {
 	GPs       int64  `json:"grace_periods"`
 	Sleeps    int64  `json:"sleeps"`
 	Why       string `json:"why,omitempty"`
+	// Explain is the run's own explanation (the why: lines of its del).
+	Explain []string `json:"explain,omitempty"`
 }
 
 // Table2009 is the reproduction.
@@ -108,7 +110,7 @@ func Reproduce2009(ctx context.Context, t *costs.Table, devices int) (*Table2009
 				return nil, err
 			}
 			tb.Cells[s] = append(tb.Cells[s], Cell2009{Result: d.Result, VirtualNS: deref(d.VirtualNS),
-				GPs: d.Counters["grace_periods"], Sleeps: d.Counters["sleeps"], Why: d.Error})
+				GPs: d.Counters["grace_periods"], Sleeps: d.Counters["sleeps"], Why: d.Error, Explain: d.Explain})
 		}
 	}
 	tb.Verdict = tb.verdict()
@@ -219,6 +221,26 @@ func (tb *Table2009) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	for _, v := range tb.Verdict {
 		b.WriteString(v + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteWhy prints, cell by cell, what each run says about its own time:
+// the why: lines of its del (or why it has no result).
+func (tb *Table2009) WriteWhy(w io.Writer) error {
+	var b strings.Builder
+	for _, s := range tb.Strategies {
+		for i, c := range tb.Cells[s] {
+			fmt.Fprintf(&b, "%s on %s: %s\n", s, tb.Configs[i].Name, fmtSeconds(c))
+			lines := c.Explain
+			if len(lines) == 0 && c.Why != "" {
+				lines = []string{c.Why}
+			}
+			for _, l := range lines {
+				fmt.Fprintf(&b, "  %s\n", l)
+			}
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

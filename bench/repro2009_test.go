@@ -23,6 +23,10 @@ func TestReproduce2009Golden(t *testing.T) {
 	if err := tb.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
+	b.WriteString("\n")
+	if err := tb.WriteWhy(&b); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join("testdata", "reproduce-2009.golden")
 	if *update {
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/spf13/cobra"
@@ -9,7 +11,7 @@ import (
 func init() { subcommands = append(subcommands, newReproduceCmd) }
 
 func newReproduceCmd(g *globalOptions) *cobra.Command {
-	var sweep bool
+	var sweep, why bool
 	var devices int
 	cmd := &cobra.Command{
 		Use:   "reproduce-2009",
@@ -50,10 +52,17 @@ per-device unregister work, to tick's 3.00 s); --sweep prints the evidence.`,
 			if g.json {
 				return writeJSON(g.stdout, tb)
 			}
-			return tb.WriteText(g.stdout)
+			if err := tb.WriteText(g.stdout); err != nil || !why {
+				return err
+			}
+			if _, err := io.WriteString(g.stdout, "\nwhy, cell by cell (each run's own why: lines):\n"); err != nil {
+				return err
+			}
+			return tb.WriteWhy(g.stdout)
 		},
 	}
 	cmd.Flags().BoolVar(&sweep, "sweep", false, "print the evidence for the fitted cost: tick and ben by unregister cost")
+	cmd.Flags().BoolVar(&why, "why", false, "also print each cell's own explanation (the why: lines of its del)")
 	cmd.Flags().IntVar(&devices, "count", 1000, "devices to add and delete")
 	return cmd
 }

@@ -78,7 +78,7 @@ func explain(r *resolved, res *ndst.Result) []string {
 	case ph.Barrier:
 		what = fmt.Sprintf("%s waited %s in rcu_barrier() for the callbacks queued during unregister: %.1f grace periods of %s%s, then the callbacks at their CPU's next tick",
 			unit, per(top.TotalNS()), perN(gps), dur(gpLen), fqs)
-		if !res.Batched {
+		if !res.Batched && r.profile.Batched {
 			try = "deleting them as one batch (without --one-by-one) waits for the barrier once for all devices"
 		}
 	case ph.SyncNet, ph.SyncNetExp:
