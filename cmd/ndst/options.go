@@ -73,7 +73,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.template, "name", "dummy%d", "name template with exactly one %d (at most 15 bytes)")
 
 	f.StringVar(&g.strategy, "strategy", "", "netdev_wait_allrefs strategy: msleep250, tick, expedited, ben, barrier, backoff, wake (default: the profile's)")
-	f.StringVar(&g.profile, "profile", netdev.DefaultProfile, "kernel line: "+strings.Join(netdev.ProfileNames, ", ")+" (ndst profiles lists them)")
+	f.StringVar(&g.profile, "profile", netdev.DefaultProfile, "kernel line: "+strings.Join(netdev.ProfileNames, ", ")+", or auto (the line of the --costs table's host, else of the running kernel; ndst profiles lists them)")
 	f.IntVar(&g.hz, "hz", 1000, "timer frequency of the emulated kernel")
 	f.IntVar(&g.cpus, "cpus", 1, "number of emulated CPUs")
 	f.StringVar(&g.preempt, "preempt", "none", "preemption model: none, voluntary, full, rt (PREEMPT_RT, lines 5.10 on)")
