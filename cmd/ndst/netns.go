@@ -271,6 +271,13 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 	if len(r.Phases) > 0 {
 		fmt.Fprintf(&b, "ndst's task: %s\n", phaseLine(r.Phases))
 	}
+	for i, l := range r.Explain {
+		label := "why:     "
+		if i > 0 {
+			label = "         "
+		}
+		fmt.Fprintf(&b, "%s%s\n", label, l)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note:    %s\n", n)
 	}

@@ -531,6 +531,9 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	}
 	out, err := b.finish(k, res, virt, time.Since(wall), done, freed, runErr)
 	netnsCounters(k, out)
+	if out != nil {
+		out.Explain = explainNetns(b.r, out)
+	}
 	var stuck *netdev.NetnsStuckError
 	if errors.As(runErr, &stuck) {
 		out.Result = ndst.ResultStuck
@@ -637,4 +640,52 @@ func naturalCompare(a, b string) int {
 		}
 	}
 	return cmp.Compare(a, b)
+}
+
+// explainNetns is the one or two sentences under a namespace delete: where
+// the cleanup worker's time went and what would change it most, from the
+// run's own phases and runs.
+func explainNetns(r *resolved, res *ndst.Result) []string {
+	n := res.Netns
+	if res.Result != ndst.ResultOK || n == nil || n.DoneNS == nil || len(n.Cleanup) == 0 || n.Batches == nil {
+		return nil
+	}
+	phases := slices.Clone(n.Cleanup)
+	slices.SortStableFunc(phases, func(a, b ndst.Phase) int { return cmp.Compare(b.TotalNS(), a.TotalNS()) })
+	var total int64
+	for _, p := range phases {
+		total += p.TotalNS()
+	}
+	top := phases[0]
+	what := map[string]string{
+		ph.Barrier:             "in rcu_barrier(), waiting for queued RCU callbacks (netdev_run_todo's and the final one, once each per run)",
+		ph.Unregister:          "unregistering the devices under RTNL (CPU)",
+		ph.WaitLoop:            "in netdev_wait_allrefs(), polling references that RCU callbacks still held",
+		ph.SyncNet:             "waiting for grace periods",
+		ph.SyncNetExp:          "waiting for expedited grace periods",
+		netdev.PhaseExitNet:    "in the pernet exit methods (CPU)",
+		ph.RTNL:                "waiting for RTNL",
+		netdev.PhasePernetLock: "waiting for net_mutex",
+	}[top.Name]
+	if what == "" {
+		what = top.Name
+	}
+	runs := *n.Batches
+	out := []string{fmt.Sprintf("%s took %s of cleanup_net over %d namespaces; its worker spent %s (%.0f%%) %s",
+		plural(runs, "run"), dur(total), n.Namespaces, dur(top.TotalNS()), 100*float64(top.TotalNS())/float64(max(total, 1)), what)}
+	switch {
+	case !r.profile.Netns.Batched:
+		out = append(out, fmt.Sprintf("kernel %s cleans up one namespace per run; from 2.6.33 (2b035b399707) one run takes every namespace queued so far, so its waits are paid once for all of them", r.profile.Name))
+	case n.Style == ndst.StyleOneAtATime && runs > 1:
+		out = append(out, fmt.Sprintf("each namespace waited for its own run (%s a namespace); deleted at once they would share runs, and their waits, as the kernel batches every namespace queued while a run is under way",
+			dur(total/int64(runs))))
+	}
+	return out
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
