@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,6 +82,11 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--json", "bench", "--export-csv", "-"}, 2, "--json prints the report as JSON on stdout, and --export-csv - would print there too"},
 		// JSON has no form of a completion script.
 		{[]string{"--json", "completion", "bash"}, 2, "--json: a completion script is shell code"},
+		// --hold rules name the holders known and the durations allowed.
+		{[]string{"--hold", "bogus=1s", "add", "1"}, 2, `unknown holder "bogus" (holders: in_device, arp_parms, inet6_dev, nd_parms, dst, route, socket, xfrm)`},
+		{[]string{"--hold", "dst=1parsec", "add", "1"}, 2, `"1parsec" is not a duration between 0 and 24h, nor forever`},
+		{[]string{"--hold", "dst=-1s", "add", "1"}, 2, `"-1s" is not a duration`},
+		{[]string{"--hold", "dst", "add", "1"}, 2, "want HOLDER[@DEVICE]=DURATION"},
 		// Failures before the run that are not usage errors exit 1.
 		{[]string{"del", "1", "10"}, 1, "no device in range"},
 	}
@@ -168,5 +176,30 @@ func TestJSONEveryCommand(t *testing.T) {
 		if err := dec.Decode(&v); err != nil || dec.More() {
 			t.Errorf("ndst %s: stdout %q (stderr %q) is not exactly one JSON object: %v", strings.Join(full, " "), out, errOut, err)
 		}
+	}
+}
+
+func TestHoldOutsideTheRangeChangesNothing(t *testing.T) {
+	st := filepath.Join(t.TempDir(), "state")
+	if _, errOut, code := ndstRunArgs("--state", st, "add", "3"); code != 0 {
+		t.Fatalf("add 3 = exit %d: %s", code, errOut)
+	}
+	before, err := os.ReadFile(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"dummy9", "9", "dummy2"} { // dummy2 is ifindex 3, outside 1..2
+		_, errOut, code := ndstRunArgs("--state", st, "--hold", "dst@"+dev+"=forever", "del", "1", "2")
+		if code != 2 || !strings.Contains(errOut, "no device named "+dev) {
+			t.Errorf("--hold dst@%s=forever del 1 2 = exit %d, %q; want exit 2 naming the device", dev, code, errOut)
+		}
+	}
+	if after, _ := os.ReadFile(st); !bytes.Equal(before, after) {
+		t.Errorf("a refused --hold changed the state file")
+	}
+	// By ifindex: device 2 is dummy1, held, so the run is stuck.
+	out, _, code := ndstRunArgs("--state", st, "--profile", "6.18", "--hold", "dst@2=forever", "--give-up", "5s", "del", "1", "2")
+	if code != 1 || !strings.Contains(out, "result:  stuck") || !strings.Contains(out, "dummy1 (usage count") {
+		t.Errorf("--hold dst@2=forever = exit %d:\n%s\nwant stuck on dummy1", code, out)
 	}
 }

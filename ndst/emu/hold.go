@@ -2,6 +2,7 @@ package emu
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,21 +43,23 @@ func ParseHold(s string) (netdev.Hold, error) {
 	return x, nil
 }
 
-// checkHolds refuses a --hold rule for a device outside the range deleted.
+// checkHolds refuses a --hold rule for a device outside the range deleted;
+// a rule that names its device by ifindex is resolved to the device's name.
 func (b *Backend) checkHolds(lo, hi int) error {
-	for _, x := range b.r.cfg.Holds {
+	for i, x := range b.r.cfg.Holds {
 		if x.Device == "" {
 			continue
 		}
 		found := false
 		for _, d := range b.state.Devices[lo:hi] {
-			if d.Name == x.Device {
+			if d.Name == x.Device || strconv.Itoa(int(d.Ifindex)) == x.Device {
+				b.r.cfg.Holds[i].Device = d.Name
 				found = true
 				break
 			}
 		}
 		if !found {
-			return ndst.Usagef("--hold %s@%s: no device %s among those deleted", x.Holder, x.Device, x.Device)
+			return ndst.Usagef("--hold %s@%s: no device named %s, nor with ifindex %s, among those deleted", x.Holder, x.Device, x.Device, x.Device)
 		}
 	}
 	return nil
