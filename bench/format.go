@@ -118,7 +118,11 @@ func rows(rs []Record) (header []string, body [][]string) {
 	for _, r := range rs {
 		showRel = showRel || r.Relative != nil && *r.Relative != 1
 	}
-	header = append(header, "min", "median", "mean ± sd", "max", "per device")
+	per := "per device"
+	if len(rs) > 0 && rs[0].NetnsCell() {
+		per = "per namespace"
+	}
+	header = append(header, "min", "median", "mean ± sd", "max", per)
 	if showRel {
 		header = append(header, "relative")
 	}

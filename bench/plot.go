@@ -59,7 +59,8 @@ type chart struct {
 	series    []chartSeries
 	panels    []chartPanel
 	unit      timeUnit
-	livelocks int // cells without a completed run
+	livelocks int  // cells without a completed run
+	netns     bool // namespace cells: N counts namespaces
 }
 
 type chartSeries struct {
@@ -377,6 +378,7 @@ func (rep *Report) SavePlot(path string) error {
 		return err
 	}
 	ch := planChart(rep.Results)
+	ch.netns = rep.unitName() == "namespace"
 	if ch.livelocks == len(rep.Results) {
 		return fmt.Errorf("plot %s: no cell completed a run; nothing to draw", path)
 	}
@@ -409,7 +411,7 @@ func (rep *Report) SavePlot(path string) error {
 	h := vg.Length(rows)*panelH + titleH + 10
 	const yLabelW = 22
 	w += yLabelW
-	yLabel := fmt.Sprintf("time per device (%s, %s)", ch.unit.name, rep.clock())
+	yLabel := fmt.Sprintf("time per %s (%s, %s)", rep.unitName(), ch.unit.name, rep.clock())
 	if logScale(ylo, yhi) {
 		yLabel += ", log scale"
 	}
@@ -433,6 +435,14 @@ func (rep *Report) SavePlot(path string) error {
 			leg.Draw(lc)
 		}
 	})
+}
+
+// unitName is what N counts: devices, or namespaces for namespace cells.
+func (rep *Report) unitName() string {
+	if len(rep.Results) > 0 && rep.Results[0].NetnsCell() {
+		return "namespace"
+	}
+	return "device"
 }
 
 func (rep *Report) clock() string {
@@ -459,6 +469,12 @@ func (rep *Report) plotTitle(ch chart) []string {
 	lines := []string{"ndst bench: time per device to delete N devices just added"}
 	if ch.bars {
 		lines[0] = fmt.Sprintf("ndst bench: time per device to delete N=%s devices just added", n[0])
+	}
+	if rep.unitName() == "namespace" {
+		lines[0] = "ndst bench: time per namespace until the cleanup of N namespaces is done"
+		if ch.bars {
+			lines[0] = fmt.Sprintf("ndst bench: time per namespace until the cleanup of N=%s namespaces is done", n[0])
+		}
 	}
 	_, fixed := varying(rep.Results)
 	var keep []string
@@ -510,6 +526,9 @@ func (ch *chart) panelPlot(i int, ylo, yhi float64) (*plot.Plot, error) {
 		return p, ch.addBars(p, pn)
 	}
 	p.X.Label.Text = "N (devices deleted)"
+	if ch.netns {
+		p.X.Label.Text = "N (namespaces deleted)"
+	}
 	var xs []float64
 	for _, pts := range pn.pts {
 		for _, pt := range pts {
