@@ -41,8 +41,15 @@ were gone, and when the cleanup was done.
 	return cmd
 }
 
+// netnsBackends are the backends whose Backend implements
+// ndst.NetnsBackend; the others are refused before anything is opened.
+var netnsBackends = map[string]bool{"sim": true}
+
 // netnsBackend opens the backend and returns its namespace part.
 func (g *globalOptions) netnsBackend(ctx context.Context, creates bool) (ndst.Backend, ndst.NetnsBackend, error) {
+	if !netnsBackends[g.backend] {
+		return nil, nil, ndst.Usagef("--backend %s has no namespace commands yet; the emulated kernel (--backend sim) has them", g.backend)
+	}
 	b, err := g.openBackend(ctx, creates)
 	if err != nil {
 		return nil, nil, err

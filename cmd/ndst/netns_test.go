@@ -126,3 +126,15 @@ func TestNetnsBadInput(t *testing.T) {
 		t.Error("bad input changed the state file")
 	}
 }
+
+// TestNetnsOtherBackends: the real-kernel backends have no namespace
+// commands yet, and say so before opening anything.
+func TestNetnsOtherBackends(t *testing.T) {
+	for _, args := range [][]string{{"--backend", "netlink", "netns", "list"}, {"--backend", "module", "netns", "add", "1"}} {
+		var o, e bytes.Buffer
+		code := run(args, &o, &e)
+		if code != 2 || !strings.Contains(e.String(), "has no namespace commands yet") {
+			t.Errorf("ndst %s = exit %d, stderr %q; want exit 2, no namespace commands yet", strings.Join(args, " "), code, e.String())
+		}
+	}
+}
