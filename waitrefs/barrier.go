@@ -5,7 +5,7 @@ import (
 	"github.com/ndst-project/ndst/sim"
 )
 
-// Barrier is the 2.6.33 fix (ef885afb) as a wait strategy: one rcu_barrier()
+// Barrier is the fix of ef885afb (2.6.36) as a wait strategy: one rcu_barrier()
 // per unregister batch before the wait loop, so the callbacks holding the
 // references have run before the first check; the msleep(250) loop remains
 // for references that are not RCU's.
