@@ -125,6 +125,9 @@ type Config struct {
 	// Jitter is the relative spread of charged costs: a charge of d costs a
 	// uniform amount in [d*(1-Jitter), d*(1+Jitter)]. Zero means exact.
 	Jitter float64
+	// NoPhases turns phase attribution off (SetPhase does nothing), to
+	// measure what the attribution itself costs.
+	NoPhases bool
 	// Costs of the engine's own operations.
 	ContextSwitch Time // one task switch on a CPU
 	TickCost      Time // one tick interrupt, without the softirqs it raises

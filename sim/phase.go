@@ -25,6 +25,9 @@ type phaseState struct {
 // SetPhase moves the task into phase p and returns the phase it was in
 // ("" before the first call). Use it as: defer t.SetPhase(t.SetPhase(p)).
 func (t *Task) SetPhase(p string) string {
+	if t.e.cfg.NoPhases {
+		return ""
+	}
 	ps := &t.phase
 	prev := ps.name
 	if prev != "" {

@@ -62,6 +62,9 @@ type Config struct {
 	StatePath string
 	// Ephemeral keeps the registry in memory only (benchmarks, tests).
 	Ephemeral bool
+	// NoPhases turns the per-phase attribution off: results carry no
+	// phases. Only for measuring the attribution's own cost.
+	NoPhases bool
 	// WaitLock bounds the wait for another ndst holding the state file.
 	WaitLock time.Duration
 	// Holds are the --hold rules: subsystems that keep their reference
@@ -257,7 +260,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	wd := sim.Time(r.cfg.Watchdog)
 	scfg := sim.Config{
 		HZ: r.cfg.HZ, CPUs: r.cfg.CPUs, Preempt: r.preempt, Seed: r.cfg.Seed,
-		Watchdog: wd, Jitter: r.cfg.Jitter,
+		Watchdog: wd, Jitter: r.cfg.Jitter, NoPhases: r.cfg.NoPhases,
 		ContextSwitch: sim.Time(r.costs.Lookup(costs.ContextSwitch)),
 		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
 	}
