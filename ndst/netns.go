@@ -3,10 +3,10 @@ package ndst
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
+	"math"
 	"strings"
 
+	"github.com/ndst-project/ndst/ifname"
 	"github.com/ndst-project/ndst/statefile"
 )
 
@@ -139,12 +139,11 @@ func ValidateNetnsName(name string) error {
 	return nil
 }
 
-// NetnsTemplate is a validated namespace-name template with exactly one %d.
-// Numbers start at 1, as ifindexes do, so "netns add N" then "netns del 1
-// N" undoes it.
-type NetnsTemplate struct {
-	Prefix, Suffix string
-}
+// NetnsTemplate is a validated namespace-name template with exactly one %d:
+// a device-name template's rules (ifname.Template) with namespace names'
+// length and characters. Numbers start at 1, as ifindexes do, so "netns add
+// N" then "netns del 1 N" undoes it.
+type NetnsTemplate struct{ t ifname.Template }
 
 // ParseNetnsTemplate validates a namespace template: exactly one %d, and
 // every name it makes a valid namespace name.
@@ -156,8 +155,8 @@ func ParseNetnsTemplate(s string) (NetnsTemplate, error) {
 	if i < 0 {
 		return NetnsTemplate{}, Usagef("namespace template %q has no %%d; want exactly one, as in %q", s, DefaultNetnsTemplate)
 	}
-	t := NetnsTemplate{Prefix: s[:i], Suffix: s[i+2:]}
-	if strings.Contains(t.Prefix, "%") || strings.Contains(t.Suffix, "%") {
+	t := NetnsTemplate{ifname.Template{Prefix: s[:i], Suffix: s[i+2:]}}
+	if strings.Contains(t.t.Prefix, "%") || strings.Contains(t.t.Suffix, "%") {
 		return NetnsTemplate{}, Usagef("namespace template %q must contain exactly one %%d and no other %% directive", s)
 	}
 	if t.MaxNumber() < 1 {
@@ -178,49 +177,28 @@ func MustNetnsTemplate(s string) NetnsTemplate {
 	return t
 }
 
-func (t NetnsTemplate) String() string { return t.Prefix + "%d" + t.Suffix }
+func (t NetnsTemplate) String() string { return t.t.String() }
 
 // IsZero reports whether t is the zero value (no template given).
-func (t NetnsTemplate) IsZero() bool { return t == NetnsTemplate{} }
+func (t NetnsTemplate) IsZero() bool { return t.t == ifname.Template{} }
 
 // Name is the namespace name for number n.
-func (t NetnsTemplate) Name(n int) string { return t.Prefix + strconv.Itoa(n) + t.Suffix }
+func (t NetnsTemplate) Name(n int) string { return t.t.Name(n) }
 
 // MaxNumber is the largest number whose name fits in 64 bytes (at most
 // 2^31-1).
 func (t NetnsTemplate) MaxNumber() int {
-	digits := statefile.MaxNetnsNameLen - len(t.Prefix) - len(t.Suffix)
-	if digits >= 10 {
-		return 1<<31 - 1
-	}
-	m := 1
-	for range digits {
-		m *= 10
-	}
-	return m - 1
+	digits := statefile.MaxNetnsNameLen - len(t.t.Prefix) - len(t.t.Suffix)
+	return int(min(math.Pow10(max(digits, 0))-1, 1<<31-1))
 }
 
-// Number returns n if name is t.Name(n) with n >= 0 in canonical decimal,
-// else -1.
+// Number returns n if name is t.Name(n) with n >= 0 in canonical decimal
+// and at most MaxNumber, else -1.
 func (t NetnsTemplate) Number(name string) int {
-	if len(name) <= len(t.Prefix)+len(t.Suffix) ||
-		!strings.HasPrefix(name, t.Prefix) || !strings.HasSuffix(name, t.Suffix) {
-		return -1
+	if n := t.t.Number(name); n <= t.MaxNumber() {
+		return n
 	}
-	digits := name[len(t.Prefix) : len(name)-len(t.Suffix)]
-	if len(digits) > 1 && digits[0] == '0' {
-		return -1
-	}
-	for _, c := range []byte(digits) {
-		if c < '0' || c > '9' {
-			return -1
-		}
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil || n > t.MaxNumber() {
-		return -1
-	}
-	return n
+	return -1
 }
 
 // ParseNetnsCount parses the N of "netns add N".
@@ -285,12 +263,4 @@ func (r *NetnsAddRequest) Normalize() error {
 		return Usagef("link template %s has room for %d names, asked for %d links", r.LinkTemplate, r.LinkTemplate.MaxNumber()+1, r.Links)
 	}
 	return nil
-}
-
-// Describe says in a few words what a delete did, for result lines.
-func (n *NetnsTimes) Describe() string {
-	if n.Style == StyleOneAtATime {
-		return fmt.Sprintf("%d namespaces deleted one at a time", n.Namespaces)
-	}
-	return fmt.Sprintf("%d namespaces deleted at once", n.Namespaces)
 }

@@ -278,34 +278,7 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 	if len(r.Phases) > 0 {
 		fmt.Fprintf(&b, "ndst's task: %s\n", phaseLine(r.Phases))
 	}
-	for i, l := range r.Explain {
-		label := "why:     "
-		if i > 0 {
-			label = "         "
-		}
-		fmt.Fprintf(&b, "%s%s\n", label, l)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "note:    %s\n", n)
-	}
-	if v.counters && len(r.Counters) > 0 {
-		writeCounters(&b, r.Counters)
-	}
-	switch {
-	case len(r.KernelLog) == 0:
-	case v.kernelLog:
-		b.WriteString("kernel log:\n")
-		for _, l := range r.KernelLog {
-			fmt.Fprintf(&b, "  %s\n", l)
-		}
-	default:
-		fmt.Fprintf(&b, "kernel log: %s (-v prints them)\n", plural(len(r.KernelLog), "message"))
-	}
-	fmt.Fprintf(&b, "result:  %s", r.Result)
-	if r.Error != "" {
-		fmt.Fprintf(&b, " (%s)", r.Error)
-	}
-	b.WriteString("\n")
+	writeOutcome(&b, r, v)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -86,36 +86,42 @@ func writeResultText(w io.Writer, r *ndst.Result, v textDetail) error {
 	if r.Op == "del" {
 		writePhases(&b, r)
 	}
+	writeOutcome(&b, r, v)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeOutcome ends a text result: the explanation, the notes, the counters
+// and the kernel log when asked for, and the outcome.
+func writeOutcome(b *strings.Builder, r *ndst.Result, v textDetail) {
 	for i, l := range r.Explain {
 		label := "why:     "
 		if i > 0 {
 			label = "         "
 		}
-		fmt.Fprintf(&b, "%s%s\n", label, l)
+		fmt.Fprintf(b, "%s%s\n", label, l)
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "note:    %s\n", n)
+		fmt.Fprintf(b, "note:    %s\n", n)
 	}
 	if v.counters && len(r.Counters) > 0 {
-		writeCounters(&b, r.Counters)
+		writeCounters(b, r.Counters)
 	}
 	switch {
 	case len(r.KernelLog) == 0:
 	case v.kernelLog:
 		b.WriteString("kernel log:\n")
 		for _, l := range r.KernelLog {
-			fmt.Fprintf(&b, "  %s\n", l)
+			fmt.Fprintf(b, "  %s\n", l)
 		}
 	default:
-		fmt.Fprintf(&b, "kernel log: %s (-v prints them)\n", plural(len(r.KernelLog), "message"))
+		fmt.Fprintf(b, "kernel log: %s (-v prints them)\n", plural(len(r.KernelLog), "message"))
 	}
-	fmt.Fprintf(&b, "result:  %s", r.Result)
+	fmt.Fprintf(b, "result:  %s", r.Result)
 	if r.Error != "" {
-		fmt.Fprintf(&b, " (%s)", r.Error)
+		fmt.Fprintf(b, " (%s)", r.Error)
 	}
 	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // textDetail says what a text result shows beyond its summary.
