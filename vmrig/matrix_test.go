@@ -103,7 +103,7 @@ func TestVMMatrixFailedCells(t *testing.T) {
 		"| 9.9.9-dynamic | 1 | none | - | - | boot failed: exit 3: vm-run: qemu not found",
 		"| 9.9.9-dynamic | 1 | voluntary |", "| 9.9.9-dynamic | 1 | full |",
 		"| 9.9.9-dynamic | 2 | none |", "| 9.9.9-dynamic | 2 | voluntary |", "| 9.9.9-dynamic | 2 | full |",
-		"0 of 0 cells within 20%; 8 boot(s) failed; matrix wall time",
+		"0 of 0 cells within 20% (errors beyond it in bold); 8 boot(s) failed; matrix wall time",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

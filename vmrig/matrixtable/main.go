@@ -8,9 +8,10 @@
 // and model, calibrated ndst inside the guest, measured batched and
 // one-by-one deletes there, and 'ndst --json predict --from-guest' predicted
 // them on the host. Every figure printed comes from those files: the
-// measured and predicted times from the prediction, the model the guest ran
-// (what 'ndst calibrate' detected inside it) from the transcript's
-// calibration, the boot's wall time and the host's load from the rig's lines.
+// measured and predicted times from the prediction; the model the guest ran
+// (what 'ndst calibrate' detected inside it), its per-batch unregister cost
+// and grace period from the transcript's calibration; the boot's wall time
+// and the host's load from the rig's lines.
 //
 // A boot that failed is a row of its own with the reason (the rig's last
 // message); it is never left out. The exit status is 0 when every boot gave
@@ -36,6 +37,7 @@ import (
 
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/calibrate"
+	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/vmrig"
 )
 
@@ -167,6 +169,12 @@ type Cell struct {
 	Strategy        string `json:"strategy"`
 	HZ              int    `json:"hz"`
 	EmulatedPreempt string `json:"emulated_preempt"`
+	// From the guest's calibration: the fixed CPU cost of one unregister
+	// batch in its cost table (a one-by-one delete is a batch of one and
+	// pays it for every device) and the median grace period it measured
+	// (0 when it could not: membarrier does not wait on one CPU).
+	UnregisterBatchNS int64 `json:"calibrated_unregister_batch_ns"`
+	GPP50NS           int64 `json:"calibrated_gp_p50_ns"`
 	// The boot: qemu's wall time and the host's load average around it.
 	Accel      string `json:"accel"`
 	BootWallMS int64  `json:"boot_wall_ms"`
@@ -255,6 +263,13 @@ func readBoot(b Boot) ([]Cell, error) {
 		return nil, fmt.Errorf("prediction %s: not ndst's JSON report: %w", b.Prediction, err)
 	}
 	wallMS, _ := strconv.ParseInt(boot.Host["wall_ms"], 10, 64)
+	if rep.Table == nil {
+		return nil, fmt.Errorf("transcript %s: the guest's calibration has no cost table", b.Transcript)
+	}
+	var gp int64
+	if rep.GP != nil {
+		gp = rep.GP.P50NS
+	}
 	var cells []Cell
 	for _, r := range p.Rows {
 		if r.Op != "del" {
@@ -268,6 +283,7 @@ func readBoot(b Boot) ([]Cell, error) {
 			MeasuredPerDeviceNS: r.MeasuredPerDeviceNS, PredictedPerDeviceNS: r.PredictedPerDeviceNS,
 			MeasuredRunsNS: r.MeasuredRuns, PredictedRunsNS: r.PredictedRuns,
 			Profile: p.Profile, ProfileWhy: rep.ProfileWhy, RCU: p.RCU, Strategy: p.Strategy, HZ: p.HZ, EmulatedPreempt: p.Preempt,
+			UnregisterBatchNS: rep.Table.Costs[costs.UnregisterBatch], GPP50NS: gp,
 			Accel: boot.Host["accel"], BootWallMS: wallMS, Load1: boot.Host["load1"], Load1End: boot.Host["load1_end"],
 			Transcript: b.Transcript,
 		})
@@ -326,15 +342,15 @@ func (m *Matrix) WriteTable(w io.Writer) error {
 		if c.Mode == "one-by-one" {
 			meas, pred = ms(c.MeasuredPerDeviceNS)+"/device", ms(c.PredictedPerDeviceNS)+"/device"
 		}
-		flag := ""
+		e := fmt.Sprintf("%+.1f%%", 100*c.Error)
 		if !c.WithinTarget {
-			flag = " **over**"
+			e = "**" + e + "**" // beyond the target
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %s | %s | %+.1f%%%s | %s %s |\n", c.Kernel, c.CPUs, c.preemptLabel(), c.Count, c.Mode,
-			meas, pred, 100*c.Error, flag, c.Profile, c.EmulatedPreempt)
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %s | %s | %s | %s | %s %s |\n", c.Kernel, c.CPUs, c.preemptLabel(), c.Count, c.Mode,
+			meas, pred, e, c.Profile, c.EmulatedPreempt)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "%d of %d cells within %.0f%%", m.Within, len(m.Cells), 100*m.Target)
+	fmt.Fprintf(&b, "%d of %d cells within %.0f%% (errors beyond it in bold)", m.Within, len(m.Cells), 100*m.Target)
 	if len(m.Failures) > 0 {
 		fmt.Fprintf(&b, "; %d boot(s) failed", len(m.Failures))
 	}
@@ -370,9 +386,13 @@ func (m *Matrix) notes() []string {
 		bk := bootKey{c.Kernel, c.Preempt, c.CPUs}
 		if !booted[bk] {
 			booted[bk] = true
-			notes = append(notes, fmt.Sprintf("%s, %d CPU(s), %s: guest preempt %s (from %s); line %s (%s); %s boot %s, host load %s -> %s",
-				c.Kernel, c.CPUs, c.Preempt, orUnknown(c.GuestPreempt), orUnknown(c.GuestPreemptSource), c.Profile, c.ProfileWhy, c.Accel,
-				minSec(float64(c.BootWallMS)/1000), c.Load1, c.Load1End))
+			gp := "not measured"
+			if c.GPP50NS > 0 {
+				gp = ms(float64(c.GPP50NS))
+			}
+			notes = append(notes, fmt.Sprintf("%s, %d CPU(s), %s: guest preempt %s (from %s); line %s (%s); calibrated unregister_batch %s, grace period p50 %s; %s boot %s, host load %s -> %s",
+				c.Kernel, c.CPUs, c.Preempt, orUnknown(c.GuestPreempt), orUnknown(c.GuestPreemptSource), c.Profile, c.ProfileWhy,
+				ms(float64(c.UnregisterBatchNS)), gp, c.Accel, minSec(float64(c.BootWallMS)/1000), c.Load1, c.Load1End))
 		}
 	}
 	notes = append(notes, "measured: the guest's netlink delete of N dummy devices just added (batched: one request; one-by-one: per device); "+
@@ -396,6 +416,8 @@ func mdEscape(s string) string {
 func ms(ns float64) string {
 	d := ns / 1e6
 	switch {
+	case ns == 0:
+		return "0 ms"
 	case d >= 100:
 		return fmt.Sprintf("%.0f ms", d)
 	case d >= 10:
@@ -422,7 +444,7 @@ func (m *Matrix) WriteJSON(w io.Writer) error {
 // csvHeader names the CSV columns, one cell a row.
 var csvHeader = []string{"kernel", "package", "cpus", "preempt", "guest_preempt", "count", "mode", "measured_ns", "predicted_ns",
 	"relative_error", "within_target", "measured_per_device_ns", "predicted_per_device_ns", "profile", "rcu", "strategy", "hz",
-	"emulated_preempt", "boot_wall_ms", "host_load1", "host_load1_end"}
+	"emulated_preempt", "calibrated_unregister_batch_ns", "calibrated_gp_p50_ns", "boot_wall_ms", "host_load1", "host_load1_end"}
 
 // WriteCSV writes one row per cell; failed boots have a row with the
 // reason in place of the figures.
@@ -443,7 +465,8 @@ func (m *Matrix) WriteCSV(w io.Writer) error {
 				strconv.FormatInt(c.MeasuredNS, 10), strconv.FormatInt(c.PredictedNS, 10), strconv.FormatFloat(c.Error, 'f', 4, 64),
 				strconv.FormatBool(c.WithinTarget), strconv.FormatFloat(c.MeasuredPerDeviceNS, 'f', 0, 64),
 				strconv.FormatFloat(c.PredictedPerDeviceNS, 'f', 0, 64), c.Profile, c.RCU, c.Strategy, strconv.Itoa(c.HZ),
-				c.EmulatedPreempt, strconv.FormatInt(c.BootWallMS, 10), c.Load1, c.Load1End, ""}
+				c.EmulatedPreempt, strconv.FormatInt(c.UnregisterBatchNS, 10), strconv.FormatInt(c.GPP50NS, 10),
+				strconv.FormatInt(c.BootWallMS, 10), c.Load1, c.Load1End, ""}
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -94,6 +94,9 @@ func TestBuildRecorded(t *testing.T) {
 			t.Errorf("cell %d = kernel %q, %d CPUs, preempt %q, guest %q from %q, line %q emulated %q; want 6.1.0-57-rt-amd64, 1, rt, rt from its config, 6.1, full",
 				i, c.Kernel, c.CPUs, c.Preempt, c.GuestPreempt, c.GuestPreemptSource, c.Profile, c.EmulatedPreempt)
 		}
+		if c.UnregisterBatchNS != 27712306 || c.GPP50NS != 0 {
+			t.Errorf("cell %d calibration = unregister_batch %d, GP p50 %d; want the transcript's 27712306 and 0 (one CPU)", i, c.UnregisterBatchNS, c.GPP50NS)
+		}
 		if c.BootWallMS != 66109 || c.Load1 != "3.11" || c.Load1End != "3.72" || c.Accel != "tcg" {
 			t.Errorf("cell %d boot = %d ms, load %s -> %s, accel %s; want the transcript's 66109 ms, 3.11 -> 3.72, tcg", i, c.BootWallMS, c.Load1, c.Load1End, c.Accel)
 		}
@@ -112,11 +115,12 @@ func TestBuildRecorded(t *testing.T) {
 	out := tab.String()
 	for _, want := range []string{
 		"| kernel | CPUs | preempt | N | mode | measured | predicted | error | emulated as |",
-		"| 6.1.0-57-rt-amd64 | 1 | rt | 100 | batched | 168 ms | 107 ms | -36.3% **over** | 6.1 full |",
+		"| 6.1.0-57-rt-amd64 | 1 | rt | 100 | batched | 168 ms | 107 ms | **-36.3%** | 6.1 full |",
 		"| 6.1.0-57-rt-amd64 | 1 | rt | 1000 | one-by-one | 39.7 ms/device | 38.2 ms/device | -3.8% | 6.1 full |",
 		"| 6.1.0-57-amd64 | 2 | full | - | - | boot failed: exit 5: vm-run: the guest did not power off within 300s (timeout; qemu stopped) |",
-		"of 4 cells within 20%; 1 boot(s) failed; matrix wall time 12 min 34 s.",
+		"of 4 cells within 20% (errors beyond it in bold); 1 boot(s) failed; matrix wall time 12 min 34 s.",
 		"the emulated kernel has no rt model: the rt cells were predicted with --preempt full",
+		"calibrated unregister_batch 27.7 ms, grace period p50 not measured; tcg boot 1 min 6 s, host load 3.11 -> 3.72",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
