@@ -30,7 +30,9 @@
 # Exit status: 0 every boot gave its predictions (whatever their errors);
 # 1 some boot did not (its row says why); 2 usage; 3 a tool is missing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# Paths on the command line are the caller's; the scripts and Go packages
+# are found from here.
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 die() {
 	local code=$1
@@ -87,6 +89,8 @@ done
 for out in "$json_out" "$csv_out"; do
 	[[ -d $(dirname "$out") ]] || usage "cannot write '$out': no folder $(dirname "$out")"
 done
+json_out=$(realpath -m "$json_out")
+csv_out=$(realpath -m "$csv_out")
 command -v go >/dev/null 2>&1 || die 3 "go not found: needed to build ndst and the table"
 command -v setsid >/dev/null 2>&1 || die 3 "setsid not found (util-linux)"
 
@@ -134,7 +138,7 @@ else
 	logs=$work/logs
 	mkdir -p "$logs"
 fi
-go build -o "$work/matrixtable" ./vmrig/matrixtable || die 3 "cannot build vmrig/matrixtable"
+(cd "$repo" && go build -o "$work/matrixtable" ./vmrig/matrixtable) || die 3 "cannot build vmrig/matrixtable"
 manifest=$logs/manifest.tsv
 : >"$manifest"
 
@@ -147,7 +151,7 @@ for i in "${!kargs[@]}"; do
 	name=${val##*/}
 	facts=$logs/fetch-$i.txt
 	rc=0
-	run_cell "$logs/fetch-$i.stderr" bash scripts/vm-run.sh --fetch-only "$flag" "$val" >"$facts" || rc=$?
+	run_cell "$logs/fetch-$i.stderr" bash "$repo/scripts/vm-run.sh" --fetch-only "$flag" "$val" >"$facts" || rc=$?
 	if ((rc)); then
 		echo "vm-matrix: $name: $(grep '^vm-run: ' "$logs/fetch-$i.stderr" | tail -n1)" >&2
 		IFS=, read -ra cl <<<"$cpus_list"
@@ -188,7 +192,7 @@ for p in "${plan[@]}"; do
 	echo "vm-matrix: [$n/${#plan[@]}] $release, $c CPU(s), preempt $m" >&2
 	t0=$(date +%s)
 	rc=0
-	run_cell "$cell.stderr" timeout -k 15 $((timeout_s + 240)) bash scripts/vm-predict.sh --cpus "$c" --preempt "$m" --count "$counts" \
+	run_cell "$cell.stderr" timeout -k 15 $((timeout_s + 240)) bash "$repo/scripts/vm-predict.sh" --cpus "$c" --preempt "$m" --count "$counts" \
 		--timeout "$timeout_s" --log "$cell.transcript" --json -- "$flag" "$val" >"$cell.prediction.json" || rc=$?
 	if ((rc == 0)); then
 		echo "vm-matrix:   done in $(($(date +%s) - t0)) s" >&2

@@ -18,7 +18,9 @@
 # transcript. VM-RUN-OPTIONS pick the kernel: --package NAME or --kernel FILE.
 # Exit status: vm-run.sh's when the boot fails, else ndst predict's.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# Paths on the command line are the caller's; the rig and ndst are found
+# from here.
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 cpus=1 preempt="" counts=100,1000 timeout=300 log="" json=0 vmargs=()
 while [ $# -gt 0 ]; do
@@ -53,8 +55,8 @@ done
 rigargs=(--cpus "$cpus" --timeout "$timeout")
 [ -z "$preempt" ] || rigargs+=(--preempt "$preempt")
 echo "vm-predict: booting the guest (${cpus} CPU(s), preempt=${preempt:-default}); counts ${counts}" >&2
-scripts/vm-run.sh "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" >"$log"
-go build -o "$work/ndst" ./cmd/ndst
+bash "$repo/scripts/vm-run.sh" "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" >"$log"
+(cd "$repo" && go build -o "$work/ndst" ./cmd/ndst)
 if [ "$json" = 1 ]; then
   "$work/ndst" --json predict --from-guest "$log"
 else

@@ -25,12 +25,13 @@ func matrixScript(t *testing.T) string {
 	return filepath.Join(filepath.Dir(s), "vm-matrix.sh")
 }
 
-// runMatrix runs vm-matrix.sh with args and env; it returns stdout, stderr
-// and the exit status.
-func runMatrix(t *testing.T, ctx context.Context, env []string, args ...string) (string, string, int) {
+// runMatrix runs vm-matrix.sh with args and env in the folder dir ("": the
+// test's); it returns stdout, stderr and the exit status.
+func runMatrix(t *testing.T, ctx context.Context, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{matrixScript(t)}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	var stdout, stderr bytes.Buffer
@@ -68,7 +69,7 @@ func TestVMMatrixBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			out, errOut, code := runMatrix(t, ctx, []string{"TMPDIR=" + dir}, tc.args...)
+			out, errOut, code := runMatrix(t, ctx, "", []string{"TMPDIR=" + dir}, tc.args...)
 			if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
 				t.Errorf("vm-matrix.sh %q = exit %d, stdout %q, stderr %q; want exit 2 and a message containing %q", tc.args, code, out, errOut, tc.want)
 			}
@@ -83,7 +84,8 @@ func TestVMMatrixBadInput(t *testing.T) {
 // package without dummy.ko, and a PREEMPT_DYNAMIC kernel on a host without
 // qemu. Every planned boot must be a row with its reason (one per CPU count
 // for the package that cannot be used, one per model the other kernel
-// boots), the exports must hold them, and the exit status must be 1.
+// boots), the exports must hold them, and the exit status must be 1. It runs
+// in another folder than the repository, with paths relative to it.
 func TestVMMatrixFailedCells(t *testing.T) {
 	dir := t.TempDir()
 	noDummy := fakeDeb(t, dir, "linux-image-9.9.9-nodummy", map[string]string{"boot/config-9.9.9-nodummy": "CONFIG_HZ=100\n"})
@@ -93,7 +95,8 @@ func TestVMMatrixFailedCells(t *testing.T) {
 	jsonOut, csvOut := filepath.Join(dir, "m.json"), filepath.Join(dir, "m.csv")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, errOut, code := runMatrix(t, ctx, env, "--cpus", "1,2", "--count", "10", "--json", jsonOut, "--csv", csvOut, noDummy, dynamic)
+	out, errOut, code := runMatrix(t, ctx, dir, env, "--cpus", "1,2", "--count", "10", "--json", "m.json", "--csv", "m.csv",
+		filepath.Base(noDummy), filepath.Base(dynamic))
 	if code != 1 {
 		t.Fatalf("vm-matrix.sh = exit %d, want 1 (no boot gave predictions)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
