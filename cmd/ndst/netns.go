@@ -43,14 +43,17 @@ were gone, and when the cleanup was done.
 
 // netnsBackends are the backends whose Backend implements
 // ndst.NetnsBackend; the others are refused before anything is opened.
-var netnsBackends = map[string]bool{"sim": true}
+var netnsBackends = map[string]bool{"sim": true, "netlink": true}
 
 // netnsBackend opens the backend and returns its namespace part.
 func (g *globalOptions) netnsBackend(ctx context.Context, creates bool) (ndst.Backend, ndst.NetnsBackend, error) {
 	if !netnsBackends[g.backend] {
-		return nil, nil, ndst.Usagef("--backend %s has no namespace commands yet; the emulated kernel (--backend sim) has them", g.backend)
+		return nil, nil, ndst.Usagef("--backend %s has no namespace commands yet; the emulated kernel (--backend sim) and the netlink backend have them", g.backend)
 	}
-	b, err := g.openBackend(ctx, creates)
+	// The netlink backend works from ndst's own namespace (the host ends
+	// of veth pairs live there); it may make it for any of these commands
+	// and removes it again when it stays empty.
+	b, err := g.openBackend(ctx, creates || g.backend == "netlink")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -77,3 +77,20 @@ func (b *Backend) Created() bool { return false }
 
 // Netns returns "": no namespace is open.
 func (b *Backend) Netns() string { return "" }
+
+// NetnsAdd fails: the netlink backend needs Linux.
+func (b *Backend) NetnsAdd(context.Context, ndst.NetnsAddRequest) (*ndst.Result, error) {
+	return nil, ErrNotLinux
+}
+
+// NetnsDel fails: the netlink backend needs Linux.
+func (b *Backend) NetnsDel(context.Context, ndst.NetnsDelRequest) (*ndst.Result, error) {
+	return nil, ErrNotLinux
+}
+
+// NetnsList fails: the netlink backend needs Linux.
+func (b *Backend) NetnsList(context.Context, ndst.NetnsListRequest) ([]ndst.Netns, error) {
+	return nil, ErrNotLinux
+}
+
+var _ ndst.NetnsBackend = (*Backend)(nil)

@@ -104,6 +104,11 @@ func dialAt(ns netns.NsHandle) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return setupConn(fd)
+}
+
+// setupConn binds a new rtnetlink socket and sets its options.
+func setupConn(fd int) (*conn, error) {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("bind the netlink socket: %w", err)
@@ -276,6 +281,9 @@ type link struct {
 	Up       bool
 	Peer     int  // IFLA_LINK: for veth, the peer's ifindex
 	PeerHere bool // the peer is in this namespace (no IFLA_LINK_NETNSID)
+	// PeerNsid is the peer's namespace as this namespace numbers it
+	// (IFLA_LINK_NETNSID); -1 when the peer is here.
+	PeerNsid int
 }
 
 // errDumpKeptChanging is returned when every retry of a dump was interrupted.
@@ -421,6 +429,7 @@ func parseLink(body []byte) (link, error) {
 		Index:    int(int32(native.Uint32(body[4:]))),
 		Up:       native.Uint32(body[8:])&unix.IFF_UP != 0,
 		PeerHere: true,
+		PeerNsid: -1,
 	}
 	if native.Uint16(body[2:]) == unix.ARPHRD_LOOPBACK {
 		l.Kind = "loopback"
@@ -440,6 +449,9 @@ func parseLink(body []byte) (link, error) {
 			}
 		case unix.IFLA_LINK_NETNSID:
 			l.PeerHere = false
+			if len(v) >= 4 {
+				l.PeerNsid = int(int32(native.Uint32(v)))
+			}
 		case unix.IFLA_PROP_LIST:
 			nested = attrs(v, func(t uint16, pv []byte) {
 				if t == unix.IFLA_ALT_IFNAME {

@@ -3,6 +3,8 @@ package nlbackend
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -66,9 +68,21 @@ func TestStuckHeldReference(t *testing.T) {
 		if oneByOne && r.Count != 0 {
 			t.Errorf("one by one: count %d, want 0 (the held device is the first)", r.Count)
 		}
-		// The kernel finishes the request once the reference goes.
+		// The kernel finishes the request once the reference goes: the
+		// sender it was left with replies and waits for the next one.
+		snd := b.snd
 		h.Release()
 		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stack", snd.PID, snd.TID))
+			if err != nil || !strings.Contains(string(st), "netdev_run_todo") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the sender is still in the kernel 10 s after the hold was released:\n%s", st)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		for {
 			n := 0
 			for _, d := range mustList(t, b) {

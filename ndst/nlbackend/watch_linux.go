@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ndst-project/ndst/ndst"
@@ -43,15 +42,7 @@ type watch struct {
 	res *ndst.Result
 	snd *sender.Sender
 	smp *stacks.Sampler
-
-	klog    *kmsg.Reader
-	lines   []string
-	dropped int
-	// usage is the last usage count the kernel printed per device, names
-	// the devices in the order it first named them.
-	usage map[string]int
-	names []string
-	nwait int
+	kernelLog
 
 	busy int64 // time inside requests
 	// stuck is the request given up on ("" when none): what it deleted,
@@ -62,13 +53,7 @@ type watch struct {
 
 // startWatch starts watching a teardown command whose result is res.
 func (b *Backend) startWatch(res *ndst.Result, attribute bool) (*watch, error) {
-	w := &watch{b: b, res: res, usage: map[string]int{}}
-	klog, err := kmsg.Open(kmsgPath)
-	if err != nil {
-		b.notef(res, "kernel log not read (%v): its lines about this teardown are not attached", err)
-	} else {
-		w.klog = klog
-	}
+	w := &watch{b: b, res: res, kernelLog: b.openKernelLog(res)}
 	snd, err := b.sender()
 	if err != nil {
 		w.close()
@@ -131,7 +116,7 @@ func (w *watch) call(ctx context.Context, q sender.Request, giveUp time.Duration
 	if w.smp != nil {
 		w.smp.SetActive(true)
 	}
-	r, err := w.snd.Call(ctx, q, giveUp, w.poll)
+	r, err := w.snd.Call(ctx, q, giveUp, w.read)
 	if w.smp != nil {
 		w.smp.SetActive(false)
 	}
@@ -149,49 +134,13 @@ func (w *watch) call(ctx context.Context, q sender.Request, giveUp time.Duration
 			w.smp.Window(stacks.Window{T0: w.snd.Sent, T1: now, CPU0: w.snd.SentCPU, CPU1: w.snd.CPUClock(), Running: running})
 		}
 	}
-	w.poll()
+	w.read()
 	return r, err
-}
-
-// poll reads what the kernel logged since the last poll and keeps its
-// lines about teardown.
-func (w *watch) poll() {
-	if w.klog == nil {
-		return
-	}
-	recs, err := w.klog.Read(kmsgBatch)
-	for _, r := range recs {
-		if !kmsg.Teardown(r.Text) {
-			continue
-		}
-		if name, n, ok := kmsg.Waiting(r.Text); ok {
-			w.nwait++
-			if _, seen := w.usage[name]; !seen {
-				w.names = append(w.names, name)
-			}
-			w.usage[name] = n
-		}
-		for _, l := range r.Lines() {
-			if len(w.lines) < maxKernelLines {
-				w.lines = append(w.lines, l)
-			} else {
-				w.dropped++
-			}
-		}
-	}
-	if err != nil {
-		w.b.notef(w.res, "kernel log: %v; stopped reading it", err)
-		w.klog.Close()
-		w.klog = nil
-	}
 }
 
 // close releases the watch's descriptors and threads.
 func (w *watch) close() {
-	if w.klog != nil {
-		w.klog.Close()
-		w.klog = nil
-	}
+	w.kernelLog.close()
 	if w.smp != nil {
 		w.smp.Stop()
 		w.smp = nil
@@ -203,15 +152,8 @@ func (w *watch) close() {
 // request given up on the stuck result and its verdict, returned as an
 // error wrapping ndst.ErrStuck.
 func (w *watch) finish(err error) error {
-	w.poll()
 	res := w.res
-	res.KernelLog = append(res.KernelLog, w.lines...)
-	if w.dropped > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("kernel log: %d more lines about teardown not attached (the first %d are)", w.dropped, maxKernelLines))
-	}
-	if w.klog != nil && w.klog.Lost > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("kernel log: %d records were overwritten before ndst read them", w.klog.Lost))
-	}
+	w.attach(res)
 	if w.smp != nil {
 		acc := w.smp.Stop()
 		cost := w.smp.CostNS
@@ -244,14 +186,9 @@ func (w *watch) giveUp() error {
 	}
 	e.gp, e.gpSamples, e.gpErr = graceLatency(w.b.Host())
 	res.Verdict = judge(e)
-	for _, n := range w.names {
-		res.Stuck = append(res.Stuck, ndst.StuckDevice{Name: n, UsageCount: w.usage[n]})
-	}
+	res.Stuck = w.stuckDevices()
 	res.Result = ndst.ResultStuck
-	named := "the kernel has not named the device yet (it does after net.core.netdev_unregister_timeout_secs)"
-	if len(w.names) > 0 {
-		named = "the kernel waits for " + strings.Join(w.names, ", ")
-	}
+	named := w.named()
 	res.Error = fmt.Sprintf("gave up after %s waiting for the kernel to delete %s; %s; verdict %s",
 		dur(w.stuckFor), w.stuck, named, res.Verdict.Kind)
 	res.Explain = append(res.Explain, res.Verdict.Why)
