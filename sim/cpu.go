@@ -137,7 +137,7 @@ func (c *CPU) enqueue(t *Task) {
 		c.runq = append(c.runq, t)
 	}
 	c.needResched = true
-	if c.curr != nil && c.curr.Preemptible() && c.e.cfg.Preempt.Preemptive() {
+	if c.curr != nil && c.curr.Preemptible() && (c.curr.mode == ModeUser || c.e.cfg.Preempt.Preemptive()) {
 		c.preempt()
 	}
 	c.ensureTick()

@@ -241,3 +241,30 @@ func TestWokenTaskThatPreemptsKeepsTheCPU(t *testing.T) {
 		}
 	}
 }
+
+func TestWakeupPreemptsUserModeAtOnce(t *testing.T) {
+	// A task in user mode gives way to a woken task at once under every
+	// preemption model: the wakeup's reschedule is honoured on the return
+	// to user mode (an IPI brings it there from another CPU).
+	for _, pre := range []Preempt{PreemptNone, PreemptVoluntary, PreemptFull} {
+		e := newTestEngine(t, Config{HZ: 100, CPUs: 1, Preempt: pre, Watchdog: -1})
+		var wq WaitQueue
+		woken := false
+		var ranAt Time = -1
+		e.Go("waiter", 0, false, func(tk *Task) {
+			wq.Wait(tk, func() bool { return woken })
+			ranAt = tk.Now()
+		})
+		e.Go("user", 0, true, func(tk *Task) {
+			tk.SetMode(ModeUser)
+			tk.Charge(Second)
+		})
+		e.At(3*Millisecond, func() { woken = true; wq.WakeAll() })
+		if err := e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if ranAt < 3*Millisecond || ranAt > 3*Millisecond+100*Microsecond {
+			t.Errorf("preempt %v: the woken task ran at %v, want at once after the wakeup at 3ms (not at the next tick, 10ms)", pre, ranAt)
+		}
+	}
+}
