@@ -15,7 +15,6 @@ import (
 	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
 	"github.com/ndst-project/ndst/netdev"
-	"github.com/ndst-project/ndst/safefile"
 )
 
 // PredictSpec is a prediction check: the same add and delete on the real
@@ -278,7 +277,7 @@ func (s *PredictSpec) measureLocally(ctx context.Context, p *Prediction, rows fu
 	if !nb.Created() {
 		return ndst.Usagef("network namespace %s already exists; predict needs a throwaway namespace of its own", s.Netlink.Netns)
 	}
-	p.LoadAvg = append(p.LoadAvg, loadAvg())
+	p.LoadAvg = append(p.LoadAvg, calibrate.LoadAvg())
 	for _, n := range s.Counts {
 		for _, b := range BatchNames {
 			for range s.Runs {
@@ -301,7 +300,7 @@ func (s *PredictSpec) measureLocally(ctx context.Context, p *Prediction, rows fu
 			}
 		}
 	}
-	p.LoadAvg = append(p.LoadAvg, loadAvg())
+	p.LoadAvg = append(p.LoadAvg, calibrate.LoadAvg())
 	return nil
 }
 
@@ -363,15 +362,3 @@ func (p *Prediction) WriteTable(w io.Writer) error {
 	return err
 }
 
-// loadAvg is the first three fields of /proc/loadavg ("" when unreadable).
-func loadAvg() string {
-	b, err := safefile.ReadKernelFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}

@@ -60,11 +60,13 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // Options configures a calibration. Zero values take the defaults.
@@ -159,6 +161,11 @@ type Report struct {
 	// the fit took.
 	Closure       []ClosurePoint `json:"closure"`
 	FitIterations int            `json:"fit_iterations"`
+
+	// LoadAvg is /proc/loadavg before and after the measurements: the
+	// emulated kernel models an otherwise idle machine, so a busy one is
+	// named when its calibration does not close.
+	LoadAvg []string `json:"loadavg,omitempty"`
 
 	Table *costs.Table `json:"table"`
 	// Path is where the table was written, if anywhere.
@@ -377,7 +384,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 		if ok, worst := r.Closed(); !ok {
 			fmt.Fprintf(&b, "warning: the emulated kernel misses a calibration run by %.1f%% (more than %.0f%%): its waits do not match this host's; predictions from this table are not trustworthy\n", 100*worst, 100*ClosureLimit)
+			if l := r.busiest(); l > 0.5*float64(max(1, r.Host.CPUs)) {
+				fmt.Fprintf(&b, "warning: the machine was busy with other work (load average %.2f on %d CPUs): the emulated kernel models an otherwise idle machine; calibrate again when it is quiet\n", l, r.Host.CPUs)
+			}
 		}
+	}
+	if len(r.LoadAvg) == 2 {
+		fmt.Fprintf(&b, "load average:    %s before, %s after\n", r.LoadAvg[0], r.LoadAvg[1])
 	}
 	if r.Table != nil {
 		b.WriteString("cost table (ns):")
@@ -413,4 +426,30 @@ func dur(ns int64) string {
 	default:
 		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
 	}
+}
+
+// LoadAvg is the first three fields of /proc/loadavg ("" when unreadable).
+func LoadAvg() string {
+	b, err := safefile.ReadKernelFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// busiest is the largest one-minute load average recorded (0 if none).
+func (r *Report) busiest() float64 {
+	l := 0.0
+	for _, s := range r.LoadAvg {
+		if f := strings.Fields(s); len(f) > 0 {
+			if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+				l = max(l, v)
+			}
+		}
+	}
+	return l
 }

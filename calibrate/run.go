@@ -69,9 +69,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r.RoundTripNS = median(toNS(rts))
 
 	progress("creates and batched deletes")
+	r.LoadAvg = append(r.LoadAvg, LoadAvg())
 	if err := r.measureNetlink(ctx, b, o); err != nil {
 		return nil, err
 	}
+	r.LoadAvg = append(r.LoadAvg, LoadAvg())
 	if err := r.chooseLine(); err != nil {
 		return nil, err
 	}
