@@ -2,6 +2,7 @@ package nlbackend
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // startHolds starts the references Options.Holds asks for on the devices
-// of sel, and returns the function that releases them. A rule naming a
+// of sel (a device named by name or ifindex), and returns the function that releases them. A rule naming a
 // device that is not deleted is a usage error, and nothing is held.
 func (b *Backend) startHolds(res *ndst.Result, sel []link) (func(), error) {
 	var targets []link
@@ -22,7 +23,7 @@ func (b *Backend) startHolds(res *ndst.Result, sel []link) (func(), error) {
 		}
 		found := false
 		for _, l := range sel {
-			if x.Device == "" || x.Device == l.Name {
+			if x.Device == "" || x.Device == l.Name || x.Device == strconv.Itoa(l.Index) {
 				targets, for_ = append(targets, l), append(for_, d)
 				found = true
 			}
