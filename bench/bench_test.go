@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,12 +85,72 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestCheckRejectsImpossibleKernel(t *testing.T) {
+func TestCellsALineLacksAreNotApplicable(t *testing.T) {
+	// Cells whose kernel line lacks what they need are n/a with the
+	// reason, and run nothing; the others run. A matrix of n/a cells only
+	// is a usage error.
 	s := small()
 	s.RCU, s.CPUs = "tiny", []int{1, 2}
-	err := s.Check(context.Background())
-	if err == nil || !ndst.IsUsage(err) || !strings.Contains(err.Error(), "--rcu tiny") {
-		t.Fatalf("Check(rcu tiny, cpus 1,2) = %v, want a usage error about --rcu tiny", err)
+	s.Profiles = []string{"2.6.33"}
+	rep, err := Run(context.Background(), s, nil)
+	if err != nil {
+		t.Fatalf("Run(rcu tiny, cpus 1,2) = %v, want the 1-CPU cells run and the 2-CPU ones n/a", err)
+	}
+	na := 0
+	for _, r := range rep.Results {
+		switch {
+		case r.CPUs == 2:
+			if !strings.Contains(r.NotApplicable, "--rcu tiny") || r.Runs != 0 || resultText(r) != "n/a" {
+				t.Errorf("%s: not applicable %q, %d runs, result %q; want n/a naming --rcu tiny and no run", r.Cell, r.NotApplicable, r.Runs, resultText(r))
+			}
+			na++
+		case r.NotApplicable != "" || r.OK != r.Runs || len(r.Phases) == 0:
+			t.Errorf("%s: not applicable %q, %d of %d ok, %d phases; want it run, with its phases", r.Cell, r.NotApplicable, r.OK, r.Runs, len(r.Phases))
+		}
+	}
+	if na == 0 || !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.HasPrefix(n, "n/a: ") }) {
+		t.Errorf("%d n/a cells, notes %q; want the 2-CPU cells n/a and a note saying why", na, rep.Notes)
+	}
+	s = small()
+	s.RCU, s.CPUs, s.Profiles = "tiny", []int{2}, []string{"2.6.33"}
+	if err := s.Check(context.Background()); err == nil || !ndst.IsUsage(err) || !strings.Contains(err.Error(), "no cell of the matrix applies") {
+		t.Errorf("Check(rcu tiny, cpus 2 only) = %v, want a usage error: no cell applies", err)
+	}
+}
+
+func TestPhasesPerCellSumToTheTime(t *testing.T) {
+	s := small()
+	rep, err := Run(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.OK == 0 { // expedited livelocks on 2.6.33's one CPU
+			continue
+		}
+		var sum float64
+		for _, p := range r.Phases {
+			sum += p.CPUNS + p.WaitNS
+		}
+		// The task's phases cover the delete from its first phase on;
+		// the delete's virtual time adds only the syscall's entry.
+		if sum <= 0 || sum > r.MeanNS*1.0001 || sum < r.MeanNS*0.99 {
+			t.Errorf("%s: phases sum to %.0f ns, mean delete %.0f ns; want them to account for it", r.Cell, sum, r.MeanNS)
+		}
+		for i := 1; i < len(r.Phases); i++ {
+			a, b := r.Phases[i-1], r.Phases[i]
+			if a.CPUNS+a.WaitNS < b.CPUNS+b.WaitNS {
+				t.Errorf("%s: phases not largest first: %v", r.Cell, r.Phases)
+			}
+		}
+	}
+	var b strings.Builder
+	rep.ShowPhases = true
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "where each cell's time went") {
+		t.Errorf("the table with ShowPhases has no phases:\n%s", b.String())
 	}
 }
 

@@ -192,6 +192,9 @@ func formatCount(v float64) string {
 }
 
 func resultText(r Record) string {
+	if r.NotApplicable != "" {
+		return "n/a"
+	}
 	if r.Livelocks == 0 && r.Errors == 0 {
 		return "ok"
 	}
@@ -320,6 +323,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if rep.ShowPhases {
+		rep.writePhases(&b)
+	}
 	for _, n := range rep.Notes {
 		b.WriteString("note: " + n + "\n")
 	}
@@ -328,6 +334,55 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// phasesShown is how many phases a cell's line names; JSON has them all.
+const phasesShown = 4
+
+// writePhases prints, per cell, where the deleting task's time went: its
+// largest phases, each with its share of the total, its mean time, and
+// whether that was CPU work or waiting.
+func (rep *Report) writePhases(b *strings.Builder) {
+	idx, _ := varying(rep.Results)
+	have := false
+	for _, r := range rep.Results {
+		have = have || len(r.Phases) > 0
+	}
+	if !have {
+		b.WriteString("phases: none recorded (the real kernel's need --attribute)\n")
+		return
+	}
+	b.WriteString("where each cell's time went (the deleting task's phases, mean over its runs):\n")
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for _, r := range rep.Results {
+		var name []string
+		for _, i := range idx {
+			name = append(name, dims[i].get(r.Cell))
+		}
+		var total float64
+		for _, p := range r.Phases {
+			total += p.CPUNS + p.WaitNS
+		}
+		var parts []string
+		for i, p := range r.Phases {
+			if i == phasesShown || total == 0 {
+				break
+			}
+			how := "CPU"
+			if p.WaitNS > p.CPUNS {
+				how = "waiting"
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f%% (%s, %s)", p.Name, 100*(p.CPUNS+p.WaitNS)/total, FormatDuration(p.CPUNS+p.WaitNS), how))
+		}
+		if len(parts) == 0 {
+			parts = []string{"-"}
+			if r.NotApplicable != "" {
+				parts = []string{"n/a"}
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", strings.Join(name, " "), strings.Join(parts, ", "))
+	}
+	tw.Flush()
 }
 
 // WriteMarkdown prints the summary and the table as Markdown.
@@ -477,13 +532,37 @@ func (rep *Report) WriteCSV(w io.Writer) error {
 	for i, c := range csvColumns {
 		h[i] = c.name
 	}
+	// One column per phase any cell has, as its mean total time.
+	var phases []string
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		for _, p := range r.Phases {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				phases = append(phases, p.Name)
+			}
+		}
+	}
+	slices.Sort(phases)
+	for _, name := range phases {
+		h = append(h, "phase_"+name+"_ns")
+	}
 	if err := cw.Write(h); err != nil {
 		return err
 	}
 	for _, r := range rep.Results {
-		row := make([]string, len(csvColumns))
+		row := make([]string, len(csvColumns), len(csvColumns)+len(phases))
 		for i, c := range csvColumns {
 			row[i] = c.get(r)
+		}
+		for _, name := range phases {
+			v := ""
+			for _, p := range r.Phases {
+				if p.Name == name {
+					v = strconv.FormatFloat(p.CPUNS+p.WaitNS, 'f', 0, 64)
+				}
+			}
+			row = append(row, v)
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -166,6 +166,7 @@ func (s *Spec) runNetnsSim(ctx context.Context, c Cell, seed uint64) Sample {
 	if del != nil {
 		smp.DelNS, smp.DelWallNS = deref(del.VirtualNS), del.WallNS
 		smp.Latency, smp.batched = del.Latency, del.Batched
+		smp.Phases = del.Phases
 		smp.Counters = map[string]int64{}
 		for k, v := range del.Counters {
 			smp.Counters[k] = v

@@ -193,6 +193,9 @@ func planChart(rs []Record) chart {
 	}
 	for _, r := range rs {
 		p, s := &ch.panels[pIdx[keyOf(r.Cell, ch.panelDim)]], sIdx[keyOf(r.Cell, ch.seriesDim)]
+		if r.NotApplicable != "" {
+			continue // the line lacks what the cell needs: nothing to draw
+		}
 		if r.OK == 0 {
 			p.failed[s] = append(p.failed[s], float64(r.Count))
 			p.failWhy[s] = "error"

@@ -56,8 +56,22 @@ type Record struct {
 	// (over all runs when none completed).
 	Counters map[string]float64 `json:"counters,omitempty"`
 
+	// Phases is where the deleting task's time went, the mean over the
+	// completed runs of each phase (ndst.Result.Phases), largest first.
+	Phases []PhaseMean `json:"phases,omitempty"`
+	// NotApplicable says why the cell was not run: the kernel line lacks
+	// what it needs (a strategy's primitive, an RCU flavour).
+	NotApplicable string `json:"not_applicable,omitempty"`
+
 	Warnings []string `json:"warnings,omitempty"`
 	Samples  []Sample `json:"samples"`
+}
+
+// PhaseMean is one phase's mean time over a cell's completed runs.
+type PhaseMean struct {
+	Name   string  `json:"name"`
+	CPUNS  float64 `json:"cpu_ns"`
+	WaitNS float64 `json:"wait_ns"`
 }
 
 // Report is the outcome of a bench: the matrix and one Record per cell.
@@ -70,6 +84,8 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// WallNS is how long the whole bench took.
 	WallNS int64 `json:"wall_ns"`
+	// ShowPhases makes the table print each cell's phases too.
+	ShowPhases bool `json:"-"`
 }
 
 // Matrix echoes the lists the bench ran over.
@@ -115,6 +131,9 @@ func newReport(s *Spec, cells []Cell, samples [][]Sample) *Report {
 	rep.Results = make([]Record, len(cells))
 	for i, c := range cells {
 		rep.Results[i] = reduce(c, samples[i])
+		if why := s.notApplicable(c); why != "" {
+			rep.Results[i].NotApplicable = why
+		}
 	}
 	relate(rep.Results)
 	for i := range rep.Results {
@@ -123,6 +142,13 @@ func newReport(s *Spec, cells []Cell, samples [][]Sample) *Report {
 		rep.Warnings = append(rep.Warnings, r.Warnings...)
 	}
 	rep.Notes = sameStrategyNotes(rep.Results)
+	seenNA := map[string]bool{}
+	for _, r := range rep.Results {
+		if r.NotApplicable != "" && !seenNA[r.NotApplicable] {
+			seenNA[r.NotApplicable] = true
+			rep.Notes = append(rep.Notes, "n/a: "+r.NotApplicable)
+		}
+	}
 	if slices.Contains(s.Backends, "netlink") && slices.Contains(s.Backends, "sim") {
 		rep.Warnings = append(rep.Warnings, "sim rows are the emulated kernel's virtual time and netlink rows this host's wall time, "+
 			"so each row is relative to the fastest of its own backend; to compare the two, 'ndst predict' runs the emulated "+
@@ -180,6 +206,7 @@ func reduce(c Cell, smp []Sample) Record {
 	}
 	st := Summarize(del)
 	r.MinNS, r.MedianNS, r.MeanNS, r.StddevNS, r.MaxNS = st.Min, st.Median, st.Mean, st.Stddev, st.Max
+	r.Phases = meanPhases(ok)
 	r.PerDeviceNS = r.MeanNS / float64(c.Count)
 	r.AddMeanNS, r.WallMeanNS, r.AddWallMeanNS = mean(add), mean(wall), mean(addWall)
 	if len(lmin) > 0 {
@@ -187,6 +214,26 @@ func reduce(c Cell, smp []Sample) Record {
 			P99NS: slices.Max(lp99), MaxNS: slices.Max(lmax)}
 	}
 	return r
+}
+
+// meanPhases averages the runs' phases, largest total first.
+func meanPhases(ok []Sample) []PhaseMean {
+	var out []PhaseMean
+	at := map[string]int{}
+	for _, x := range ok {
+		for _, p := range x.Phases {
+			i, seen := at[p.Name]
+			if !seen {
+				i = len(out)
+				at[p.Name] = i
+				out = append(out, PhaseMean{Name: p.Name})
+			}
+			out[i].CPUNS += float64(p.CPUNS) / float64(len(ok))
+			out[i].WaitNS += float64(p.WaitNS) / float64(len(ok))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b PhaseMean) int { return cmpFloat(b.CPUNS+b.WaitNS, a.CPUNS+a.WaitNS) })
+	return out
 }
 
 // Stats summarises a set of times.

@@ -31,6 +31,8 @@ type Sample struct {
 	Latency *ndst.Latency `json:"latency,omitempty"`
 	// Counters are the delete's counters (grace periods, sleeps, ...).
 	Counters map[string]int64 `json:"counters,omitempty"`
+	// Phases is where the deleting task's time went (ndst.Result.Phases).
+	Phases []ndst.Phase `json:"phases,omitempty"`
 	// StoppedIn is the operation ("add" or "del") a livelock or an error
 	// stopped.
 	StoppedIn string `json:"stopped_in,omitempty"`
@@ -63,24 +65,54 @@ func (s *Spec) Check(ctx context.Context) error {
 	if err := s.checkMemory(); err != nil {
 		return err
 	}
-	seen := map[Cell]bool{}
+	s.na = map[Cell]string{}
+	sims, na := 0, 0
 	for _, c := range s.Cells() {
 		if c.Backend != "sim" {
 			continue
 		}
+		sims++
 		k := c
 		k.Count, k.Batch = 0, ""
-		if seen[k] {
+		if why, seen := s.na[k]; seen {
+			if why != "" {
+				na++
+			}
 			continue
 		}
-		seen[k] = true
 		b, err := emu.Open(ctx, s.emuConfig(c, s.Seed))
 		if err != nil {
-			return fmt.Errorf("cell %s: %w", c, err)
+			// A combination the kernel line does not have (a wait loop
+			// calling a primitive the line lacks, an RCU it did not
+			// offer) is a cell of the matrix that does not apply, not a
+			// reason to refuse the matrix.
+			if !ndst.IsUsage(err) {
+				return fmt.Errorf("cell %s: %w", c, err)
+			}
+			s.na[k] = err.Error()
+			na++
+			continue
 		}
+		s.na[k] = ""
 		b.Close()
 	}
+	if sims > 0 && na == sims {
+		for _, c := range s.Cells() {
+			if c.Backend == "sim" {
+				k := c
+				k.Count, k.Batch = 0, ""
+				return ndst.Usagef("no cell of the matrix applies; cell %s: %s", c, s.na[k])
+			}
+		}
+	}
 	return nil
+}
+
+// notApplicable says why a cell does not apply ("" when it does).
+func (s *Spec) notApplicable(c Cell) string {
+	k := c
+	k.Count, k.Batch = 0, ""
+	return s.na[k]
 }
 
 func (s *Spec) emuConfig(c Cell, seed uint64) emu.Config {
@@ -142,6 +174,13 @@ feed:
 	for i, c := range cells {
 		if c.Backend != "sim" {
 			netlinkCells = append(netlinkCells, i)
+			continue
+		}
+		if s.notApplicable(c) != "" {
+			samples[i] = nil
+			for range s.Runs {
+				tick()
+			}
 			continue
 		}
 		for r := range s.Runs {
@@ -241,6 +280,7 @@ func (s *Spec) runSim(ctx context.Context, c Cell, seed uint64) Sample {
 	if del != nil {
 		smp.DelNS, smp.DelWallNS = deref(del.VirtualNS), del.WallNS
 		smp.Latency, smp.Counters, smp.batched = del.Latency, del.Counters, del.Batched
+		smp.Phases = del.Phases
 	}
 	return outcome(smp, del, err)
 }

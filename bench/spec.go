@@ -90,6 +90,9 @@ type Spec struct {
 
 	// Workers is the number of emulated cells run at once (0: GOMAXPROCS).
 	Workers int
+	// na says, per cell (without its N and batch mode), why it does not
+	// apply; set by Check.
+	na map[Cell]string
 	// Confirmed allows more than MaxCellsWithoutConfirm cells, and runs
 	// that may not fit in memory all at once.
 	Confirmed bool

@@ -36,6 +36,7 @@ type benchOptions struct {
 	csvOut  string
 	mdOut   string
 	plot    string
+	phases  bool
 }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
@@ -58,6 +59,7 @@ Examples:
   ndst bench                                   # all 7 strategies, N=1000, 5 runs
   ndst bench --profile 6.18 --cpus 2 --hz 250 --batch batched,one-by-one --count 100,1000,10000
   ndst bench --strategy tick,barrier,backoff --count 100,1000,10000 --plot scaling.png
+  ndst bench --profile 2.6.31,2.6.32 --phases   # with where each cell's time went; expedited is n/a on 2.6.31
   ndst bench --backend netlink --batch batched,one-by-one --count 100,1000 --runs 3
 
 With --netns-count the cells are network namespaces instead: each run adds N
@@ -85,6 +87,7 @@ when the delete returned and when the devices were gone beside it:
 	f.StringVar(&o.jsonOut, "export-json", "", "write the results as JSON to this file ('-' for stdout)")
 	f.StringVar(&o.csvOut, "export-csv", "", "write the results as CSV to this file ('-' for stdout)")
 	f.StringVar(&o.mdOut, "export-markdown", "", "write the results as a Markdown table to this file ('-' for stdout)")
+	f.BoolVar(&o.phases, "phases", false, "under the table, where each cell's time went: the deleting task's largest phases (JSON and CSV always have them all)")
 	f.StringVar(&o.plot, "plot", "", "draw time per device versus N for each strategy to FILE.svg or FILE.png")
 	f.StringSliceVar(&o.netnsCounts, "netns-count", nil, "namespace cells: numbers of namespaces N (list; replaces --count)")
 	f.StringSliceVar(&o.netnsLinks, "netns-links", nil, "namespace cells: links in each namespace besides lo (list; default 0)")
@@ -229,6 +232,7 @@ func runBench(g *globalOptions, o *benchOptions) error {
 	if err != nil {
 		return err
 	}
+	rep.ShowPhases = o.phases
 	// An export to stdout ('-') is the command's output; otherwise the
 	// table, or the JSON report with --json.
 	toStdout := o.stdoutExport() != ""
