@@ -361,4 +361,3 @@ func (p *Prediction) WriteTable(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
