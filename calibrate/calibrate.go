@@ -290,7 +290,7 @@ func (r *Report) buildTable(now time.Time) {
 			"(split as in the built-in table) and unregister_batch are solved so that the emulated kernel of line " +
 			r.Profile + " (" + r.RCU + " RCU) reproduces the measured per-device create time and the batched deletes of " +
 			fmt.Sprint(r.Batches[0].Devices) + " and " + fmt.Sprint(r.Batches[len(r.Batches)-1].Devices) +
-			" devices (closure; unregister_batch is never negative); other operations keep their built-in costs",
+			" devices (closure; unregister_batch between 0 and the per-batch CPU time measured in the sending thread); other operations keep their built-in costs",
 		Costs: map[costs.Op]int64{
 			costs.Syscall:         r.RoundTripNS,
 			costs.Register:        reg,
@@ -367,7 +367,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, " %d devices %s", p.Devices, dur(p.P50NS))
 	}
-	fmt.Fprintf(&b, " (medians of %d) -> %s per device + %s per batch\n", len(r.Batches[0].RunsNS), dur(r.SlopeNS), dur(r.InterceptNS))
+	fmt.Fprintf(&b, " (medians of %d, after a warm-up round) -> %s per device + %s per batch\n", len(r.Batches[0].RunsNS), dur(r.SlopeNS), dur(r.InterceptNS))
+	for _, p := range r.Batches {
+		if lo, hi := slices.Min(p.RunsNS), slices.Max(p.RunsNS); len(p.RunsNS) > 1 && lo > 0 && float64(hi)/float64(lo) > spreadLimit {
+			fmt.Fprintf(&b, "warning: the %d-device batched deletes ranged from %s to %s (%.1fx): this machine is noisy now, and the fit is only as good as their medians\n",
+				p.Devices, dur(lo), dur(hi), float64(hi)/float64(lo))
+		}
+	}
 	fmt.Fprintf(&b, "  of which CPU:  %s per device + %s per batch (the rest is waiting, which the emulated kernel models)\n",
 		dur(r.CPUSlopeNS), dur(r.CPUInterceptNS))
 	if r.Profile != "" {
@@ -427,6 +433,10 @@ func dur(ns int64) string {
 		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
 	}
 }
+
+// spreadLimit is the ratio of the slowest to the fastest run of one size
+// above which calibration says the runs are too spread to trust.
+const spreadLimit = 1.5
 
 // LoadAvg is the first three fields of /proc/loadavg ("" when unreadable).
 func LoadAvg() string {

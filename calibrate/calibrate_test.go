@@ -176,7 +176,7 @@ grace period:    membarrier(GLOBAL) x 200: min 4.60ms, p50 7.00ms, mean 8.10ms, 
   p50 by start phase in the tick: 0-25% 7.90ms (n=50) 25-50% 6.90ms (n=50) 50-75% 5.80ms (n=50) 75-100% 4.80ms (n=50)
 netlink request: 2.0µs (a request the kernel rejects at once)
 create (ifb):    122.0µs per device (median over 2000 devices)
-batched delete:  100 devices 23.00ms, 300 devices 43.00ms (medians of 3) -> 100.0µs per device + 13.00ms per batch
+batched delete:  100 devices 23.00ms, 300 devices 43.00ms (medians of 3, after a warm-up round) -> 100.0µs per device + 13.00ms per batch
   of which CPU:  90.0µs per device + 1.50ms per batch (the rest is waiting, which the emulated kernel models)
 cost table (ns): register 120000 unregister UNREG free FREE unregister_batch 1500000 syscall 2000
 written to /tmp/x.json (load it with --costs /tmp/x.json)

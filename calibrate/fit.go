@@ -26,9 +26,11 @@ import (
 //	register           so that the emulated per-device create time is the measured one
 //	unregister + free  so that the emulated per-device slope of batched deletes is the
 //	                   measured one (split in the built-in table's proportion)
-//	unregister_batch   so that the emulated fixed part is the measured one; it cannot be
-//	                   negative: if the model's own waits already exceed the measured fixed
-//	                   time, it stays 0 and the closure error says by how much
+//	unregister_batch   so that the emulated fixed part is the measured one, between 0 and the
+//	                   per-batch CPU time measured in the sending thread: if the model's own
+//	                   waits already exceed the measured fixed time, it stays 0, and if the
+//	                   fixed time exceeds the waits by more than that CPU, it stops there; the
+//	                   closure error says by how much either way
 //
 // Every other operation keeps its built-in cost. The closure errors are
 // printed and recorded; a calibration that does not close within
@@ -133,6 +135,13 @@ func (r *Report) fit(ctx context.Context) error {
 	// (their waits end at ticks), so the iteration need not settle: it
 	// keeps the table whose runs come closest (by the largest relative
 	// error) and stops when an update no longer changes anything.
+	// unregister_batch is CPU work of the request, charged once per
+	// unregister_netdevice_many: it cannot exceed the per-batch CPU time
+	// measured in the sending thread. A fixed wall time beyond the model's
+	// waits and that CPU is a wait the model lacks (or noise), and stays in
+	// the closure error instead of being paid again by every one-by-one
+	// delete.
+	batchCap := max(0, r.CPUInterceptNS)
 	var best map[costs.Op]int64
 	bestErr := math.Inf(1)
 	relErr := func(m, e int64) float64 {
@@ -163,10 +172,11 @@ func (r *Report) fit(ctx context.Context) error {
 		per = max(per, 0)
 		t.Costs[costs.Free] = per * df / (du + df)
 		t.Costs[costs.Unregister] = per - t.Costs[costs.Free]
-		t.Costs[costs.UnregisterBatch] = max(0, t.Costs[costs.UnregisterBatch]+int64(math.Round(dIcpt)))
+		t.Costs[costs.UnregisterBatch] = min(batchCap, max(0, t.Costs[costs.UnregisterBatch]+int64(math.Round(dIcpt))))
 		t.Costs[costs.Register] = max(0, t.Costs[costs.Register]+int64(math.Round(dCreate)))
 		if math.Abs(dSlope) < 0.002*float64(r.SlopeNS)+100 && math.Abs(dCreate) < 0.002*float64(r.CreateNS)+100 &&
-			(math.Abs(dIcpt) < 0.002*float64(r.InterceptNS)+1000 || t.Costs[costs.UnregisterBatch] == 0 && dIcpt < 0) {
+			(math.Abs(dIcpt) < 0.002*float64(r.InterceptNS)+1000 || t.Costs[costs.UnregisterBatch] == 0 && dIcpt < 0 ||
+				t.Costs[costs.UnregisterBatch] == batchCap && dIcpt > 0) {
 			break
 		}
 	}
