@@ -14,7 +14,7 @@ func init() { subcommands = append(subcommands, newCalibrateCmd) }
 
 func newCalibrateCmd(g *globalOptions) *cobra.Command {
 	var out string
-	var samples int
+	var samples, rounds int
 	cmd := &cobra.Command{
 		Use:   "calibrate [-o FILE]",
 		Short: "Measure this host (grace periods, create and batched-delete costs) and write a cost table for --costs",
@@ -32,6 +32,9 @@ predict. With -o FILE the cost table is written for --costs FILE.`,
 			if samples < 1 || samples > 100000 {
 				return ndst.Usagef("--gp-samples must be in 1..100000, got %d", samples)
 			}
+			if rounds < 1 || rounds > 100 {
+				return ndst.Usagef("--rounds must be in 1..100, got %d", rounds)
+			}
 			if out != "" {
 				// Checked before the measurement: the table replaces only a
 				// regular file (never a link or a device) in an existing directory.
@@ -42,7 +45,7 @@ predict. With -o FILE the cost table is written for --costs FILE.`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			o := calibrate.Options{
-				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples,
+				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples, Rounds: rounds,
 				Notef: func(format string, args ...any) {
 					fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
 				},
@@ -71,5 +74,6 @@ predict. With -o FILE the cost table is written for --costs FILE.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cost table to `FILE` (JSON, for --costs FILE)")
 	cmd.Flags().IntVar(&samples, "gp-samples", 200, "number of membarrier calls timed")
+	cmd.Flags().IntVar(&rounds, "rounds", 5, "measured rounds of creates and batched deletes of each size (after one warm-up round); more on a noisy machine")
 	return cmd
 }
