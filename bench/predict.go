@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -42,6 +43,10 @@ type PredictSpec struct {
 	// Recorded, when set, replaces the local real-kernel runs with
 	// measurements taken in a guest (ParseGuestLog).
 	Recorded *Recorded
+	// Attribute samples the real deletes' kernel stacks (DelRequest.
+	// Attribute), so that each row has the real phases beside the
+	// emulated ones.
+	Attribute bool
 }
 
 // PredictRow is one N and one delete mode: measured against predicted.
@@ -61,6 +66,13 @@ type PredictRow struct {
 	PredictedPerDeviceNS float64 `json:"predicted_per_device_ns"`
 	// Counters of the first emulated run (grace periods, barriers, ...).
 	SimCounters map[string]int64 `json:"sim_counters,omitempty"`
+	// MeasuredPhases and PredictedPhases are where the delete's time went
+	// (the mean over the runs): on the real kernel from its stack samples
+	// (with Attribute), on the emulated one from its own attribution.
+	MeasuredPhases  []PhaseMean `json:"measured_phases,omitempty"`
+	PredictedPhases []PhaseMean `json:"predicted_phases,omitempty"`
+	measured        []Sample
+	predicted       []Sample
 }
 
 // Line is a straight line time = FixedNS + PerDeviceNS·N through the
@@ -198,6 +210,7 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 				}
 				r := rows[key{"del", n, b}]
 				r.PredictedRuns = append(r.PredictedRuns, deref(del.VirtualNS))
+				r.predicted = append(r.predicted, Sample{Phases: del.Phases})
 				if r.SimCounters == nil {
 					r.SimCounters = del.Counters
 				}
@@ -226,6 +239,7 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 		}
 		r.MeasuredNS = Summarize(r.MeasuredRuns).Median
 		r.PredictedNS = Summarize(r.PredictedRuns).Median
+		r.MeasuredPhases, r.PredictedPhases = meanPhases(r.measured), meanPhases(r.predicted)
 		if r.MeasuredNS > 0 {
 			r.Error = float64(r.PredictedNS-r.MeasuredNS) / float64(r.MeasuredNS)
 		}
@@ -289,12 +303,20 @@ func (s *PredictSpec) measureLocally(ctx context.Context, p *Prediction, rows fu
 					return fmt.Errorf("real add %d: %w", n, err)
 				}
 				p.Kind = add.Kind
-				del, err := nb.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: b == "one-by-one"})
+				del, err := nb.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: b == "one-by-one", Attribute: s.Attribute})
 				if err != nil {
 					return fmt.Errorf("real del of %d (%s): %w", n, b, err)
 				}
 				r := rows(key{"del", n, b})
 				r.MeasuredRuns = append(r.MeasuredRuns, del.WallNS)
+				if len(del.Phases) > 0 {
+					r.measured = append(r.measured, Sample{Phases: del.Phases})
+				}
+				for _, note := range del.Notes {
+					if strings.Contains(note, "attribut") && !slices.Contains(p.Warnings, note) {
+						p.Warnings = append(p.Warnings, note)
+					}
+				}
 				ra := rows(key{"add", n, "-"})
 				ra.MeasuredRuns = append(ra.MeasuredRuns, add.WallNS)
 			}
@@ -355,9 +377,64 @@ func (p *Prediction) WriteTable(w io.Writer) error {
 		}
 	}
 	b.WriteString("add rows: create costs are a calibration input, shown for reference; the delete rows are the test\n")
+	p.writePhases(&b)
 	for _, wn := range p.Warnings {
 		b.WriteString("warning: " + wn + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writePhases prints, for every delete row with real stack samples, where
+// its time went on the real kernel and on the emulated one, phase by phase,
+// per device for one-by-one rows.
+func (p *Prediction) writePhases(b *strings.Builder) {
+	started := false
+	for _, r := range p.Rows {
+		if r.Op != "del" || len(r.MeasuredPhases) == 0 {
+			continue
+		}
+		if !started {
+			b.WriteString("where the time went (real: the deleting thread's kernel stack sampled at 1 kHz; emulated: its own attribution):\n")
+			started = true
+		}
+		div, unit := 1.0, ""
+		if r.Batch == "one-by-one" {
+			div, unit = float64(r.Count), " per device"
+		}
+		fmt.Fprintf(b, "  N=%d %s%s:\n", r.Count, r.Batch, unit)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "    phase\treal\t\temulated\t")
+		total := func(ps []PhaseMean) float64 {
+			t := 0.0
+			for _, x := range ps {
+				t += x.CPUNS + x.WaitNS
+			}
+			return t
+		}
+		tm, tp := total(r.MeasuredPhases), total(r.PredictedPhases)
+		cell := func(ps []PhaseMean, name string, tot float64) (string, string) {
+			for _, x := range ps {
+				if x.Name == name && tot > 0 {
+					v := x.CPUNS + x.WaitNS
+					return FormatDuration(v / div), fmt.Sprintf("%.0f%%", 100*v/tot)
+				}
+			}
+			return "-", ""
+		}
+		var names []string
+		for _, ps := range [][]PhaseMean{r.MeasuredPhases, r.PredictedPhases} {
+			for _, x := range ps {
+				if !slices.Contains(names, x.Name) {
+					names = append(names, x.Name)
+				}
+			}
+		}
+		for _, name := range names {
+			mv, ms := cell(r.MeasuredPhases, name, tm)
+			pv, ps := cell(r.PredictedPhases, name, tp)
+			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", name, mv, ms, pv, ps)
+		}
+		tw.Flush()
+	}
 }

@@ -82,7 +82,7 @@ type Options struct {
 	// Small and Large are the two batched-delete sizes; default 100 and
 	// 300 (Large at most MaxDevices). Create times come from the same runs.
 	Small, Large int
-	// Rounds repeats each size; default 5.
+	// Rounds repeats each size; default 15 (after one warm-up round).
 	Rounds int
 	// RoundTrips is the number of rejected requests timed; default 500.
 	RoundTrips int
@@ -106,7 +106,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Large = 300
 	}
 	if o.Rounds == 0 {
-		o.Rounds = 5
+		o.Rounds = 15
 	}
 	if o.RoundTrips == 0 {
 		o.RoundTrips = 500

@@ -89,8 +89,8 @@ func TestPhaseBuckets(t *testing.T) {
 
 func TestOptionsDefaults(t *testing.T) {
 	o, err := Options{}.withDefaults()
-	if err != nil || o.GPSamples != 200 || o.Small != 100 || o.Large != 300 || o.Rounds != 5 {
-		t.Errorf("Options{}.withDefaults() = %+v, %v; want 200 samples, sizes 100/300, 5 rounds", o, err)
+	if err != nil || o.GPSamples != 200 || o.Small != 100 || o.Large != 300 || o.Rounds != 15 {
+		t.Errorf("Options{}.withDefaults() = %+v, %v; want 200 samples, sizes 100/300, 15 rounds", o, err)
 	}
 	for _, bad := range []Options{{Small: 300, Large: 100}, {Large: 301}, {Small: 50, Large: 50}, {GPSamples: -1}} {
 		if _, err := bad.withDefaults(); err == nil {

@@ -384,18 +384,28 @@ func (r *Registry) Barrier(t *sim.Task) {
 	r.rcu.Barrier(t)
 }
 
+// closeShare splits a device's unregister work between the two loops of
+// unregister_netdevice_many (rollback_registered_many in 2.6.3x): the first
+// (dev_close, which does nothing for a down device; unlist_netdevice, which
+// only unhashes it) takes 1/closeShare of it, and the second, after the
+// first synchronize_net, the rest: dev_shutdown, the NETDEV_UNREGISTER
+// notifiers (where IPv4 and IPv6 queue their RCU callbacks), the RTM_DELLINK
+// message, ndo_uninit and the kobject and sysfs removal. So the callbacks
+// are queued across nearly all of a batch's work.
+const closeShare = 20
+
 // UnregisterMany is unregister_netdevice_many for devs (one device when the
 // profile does not batch); the caller holds RTNL. The devices end on the todo
 // list, freed when RTNL is released.
 func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 	prev := t.SetPhase(phase.Unregister)
 	defer t.SetPhase(prev)
-	half := r.Cost(costs.Unregister) / 2
+	first := r.Cost(costs.Unregister) / closeShare
 	r.stats.Batches++
-	// dev_close, unlisting, UNREGISTERING, dev_shutdown.
+	// dev_close (nothing for a down device), unlisting, UNREGISTERING.
 	for _, d := range devs {
 		d.UnregisterStart = t.Now()
-		t.Charge(half)
+		t.Charge(first)
 		d.State = Unregistering
 		r.homeOf(d).unlist(d)
 	}
@@ -408,12 +418,13 @@ func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 	if r.prof.SyncNetPerUnregister >= 1 {
 		r.synchronizeNet(t)
 	}
-	// NETDEV_UNREGISTER notifiers, uninit, kobject and sysfs removal.
+	// dev_shutdown, the NETDEV_UNREGISTER notifiers, the RTM_DELLINK
+	// message, uninit, kobject and sysfs removal.
 	for _, d := range devs {
 		for _, n := range r.notifiers {
 			n.Unregister(r, t, d)
 		}
-		t.Charge(r.Cost(costs.Unregister) - half)
+		t.Charge(r.Cost(costs.Unregister) - first)
 	}
 	if r.prof.FibFlush == FibFlushPerBatch {
 		fibFlush(t) // NETDEV_UNREGISTER_BATCH

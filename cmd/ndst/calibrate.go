@@ -74,6 +74,6 @@ predict. With -o FILE the cost table is written for --costs FILE.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cost table to `FILE` (JSON, for --costs FILE)")
 	cmd.Flags().IntVar(&samples, "gp-samples", 200, "number of membarrier calls timed")
-	cmd.Flags().IntVar(&rounds, "rounds", 5, "measured rounds of creates and batched deletes of each size (after one warm-up round); more on a noisy machine")
+	cmd.Flags().IntVar(&rounds, "rounds", 15, "measured rounds of creates and batched deletes of each size (after one warm-up round); more on a noisy machine")
 	return cmd
 }

@@ -65,14 +65,18 @@ func newPredictCmd(g *globalOptions) *cobra.Command {
 		netns         string
 		saveCosts     string
 		fromGuest     string
+		noAttribute   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "predict",
-		Short: "Check the emulated 6.18 kernel, calibrated on this host, against the real kernel",
+		Short: "Check the emulated kernel of this host's line, calibrated on this host, against the real kernel",
 		Long: `For each N, add N devices and delete them (as one batch, and one by one) on
 the real kernel (netlink backend, in a throwaway namespace) and on the
-emulated 6.18 profile loaded with this host's calibration, and print the
-predicted and measured times with the relative error.
+emulated kernel of the host's line (the one its calibration chose) loaded
+with this host's calibration, and print the predicted and measured times with
+the relative error, and for each delete where its time went on both: the
+real one's phases from its kernel stack sampled at 1 kHz (--no-attribute:
+not sampled), the emulated one's from its own attribution.
 
 The calibration comes from --costs FILE (written by 'ndst calibrate -o FILE');
 without it, ndst calibrate runs first. HZ, CPUs and the preemption model of
@@ -89,7 +93,7 @@ what the emulated kernel predicts. Needs root.`,
 			if err != nil {
 				return err
 			}
-			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl}
+			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl, Attribute: !noAttribute}
 			if fromGuest != "" {
 				return g.predictFromGuest(s, fromGuest)
 			}
@@ -158,6 +162,7 @@ what the emulated kernel predicts. Needs root.`,
 	f.IntVar(&simRuns, "sim-runs", 5, "emulated runs per N and mode, seeds --seed.. (the median is shown)")
 	f.StringVar(&netns, "predict-netns", "", "throwaway network namespace (default ndst-predict-PID; must not exist)")
 	f.StringVar(&saveCosts, "save-costs", "", "when calibrating first, also write the cost table to FILE")
+	f.BoolVar(&noAttribute, "no-attribute", false, "do not sample the real deletes' kernel stacks (no real phases beside the emulated ones)")
 	f.StringVar(&fromGuest, "from-guest", "", "compare with the measurements and calibration in a scripts/vm-run.sh transcript (see scripts/vm-predict.sh) instead of this host")
 	return cmd
 }
