@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 )
@@ -90,11 +92,15 @@ func ParseGuestLog(r io.Reader) (*costs.Table, *Recorded, error) {
 func parseGuestOutput(cmd, out string, rec *Recorded) (*costs.Table, error) {
 	out = strings.TrimSpace(out)
 	if strings.Contains(cmd, "calibrate") {
-		var rep struct {
-			Table *costs.Table `json:"table"`
-		}
+		var rep calibrate.Report
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Table == nil {
 			return nil, fmt.Errorf("guest calibration output is not a JSON report: %.200q", out)
+		}
+		// The guest's measurements are fitted again with this model, so
+		// that a transcript recorded earlier is predicted by the table
+		// this ndst's calibrate would write from the same measurements.
+		if err := rep.Refit(context.Background()); err != nil {
+			return nil, fmt.Errorf("guest calibration: %w", err)
 		}
 		return rep.Table, rep.Table.Validate()
 	}
