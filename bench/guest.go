@@ -96,11 +96,14 @@ func parseGuestOutput(cmd, out string, rec *Recorded) (*costs.Table, error) {
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Table == nil {
 			return nil, fmt.Errorf("guest calibration output is not a JSON report: %.200q", out)
 		}
-		// The guest's measurements are fitted again with this model, so
-		// that a transcript recorded earlier is predicted by the table
-		// this ndst's calibrate would write from the same measurements.
-		if err := rep.Refit(context.Background()); err != nil {
-			return nil, fmt.Errorf("guest calibration: %w", err)
+		// The guest's measurements (when the report has them) are fitted
+		// again with this model, so that a transcript recorded earlier is
+		// predicted by the table this ndst's calibrate would write from the
+		// same measurements.
+		if len(rep.Batches) >= 2 {
+			if err := rep.Refit(context.Background()); err != nil {
+				return nil, fmt.Errorf("guest calibration: %w", err)
+			}
 		}
 		return rep.Table, rep.Table.Validate()
 	}
