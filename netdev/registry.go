@@ -534,6 +534,19 @@ func (r *Registry) put(t *sim.Task, d *Device, h Holder) {
 // Ready reports whether d may be freed.
 func (r *Registry) Ready(d *Device) bool { return int(d.total) <= r.prof.ReadyRefcount }
 
+// AnyReadySpinning is one pass of a wait loop that spins (Task.RelaxUntil):
+// it counts the pass as a check, whose CPU the spin charges, and reports
+// whether one of devs is ready.
+func (r *Registry) AnyReadySpinning(devs []*Device) bool {
+	r.stats.WaitChecks++
+	for _, d := range devs {
+		if r.Ready(d) {
+			return true
+		}
+	}
+	return false
+}
+
 // FirstReady checks devs in order and returns the first ready one, or nil;
 // every device checked costs one refcount read.
 func (r *Registry) FirstReady(t *sim.Task, devs []*Device) *Device {

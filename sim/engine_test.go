@@ -268,3 +268,43 @@ func TestWakeupPreemptsUserModeAtOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestRelaxUntilIsRelaxInALoop(t *testing.T) {
+	// The spin that RelaxUntil evaluates at each event ends at the same
+	// time, with the same CPU time, as a loop of Relax that polls the same
+	// condition; and it stops at until when the condition stays false.
+	type outcome struct {
+		end, busy Time
+	}
+	run := func(useUntil bool, flagAt, until Time) outcome {
+		e := newTestEngine(t, Config{HZ: 1000, CPUs: 1, Watchdog: -1})
+		flag := false
+		e.At(flagAt, func() { flag = true })
+		var end Time
+		e.Go("spinner", 0, false, func(tk *Task) {
+			if useUntil {
+				tk.RelaxUntil(Microsecond, until, func() bool { return flag })
+			} else {
+				for !flag && tk.Now() < until {
+					tk.Relax(Microsecond)
+				}
+			}
+			end = tk.Now()
+		})
+		if err := e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		c := e.CPU(0)
+		return outcome{end, c.Busy[ModeKernel]}
+	}
+	for _, tc := range []struct{ flagAt, until Time }{
+		{5300 * Microsecond, Second},       // the condition ends it
+		{Second, 7 * Millisecond},          // until (a tick, as the loop's own deadlines are) ends it
+		{2 * Millisecond, 2 * Millisecond}, // both at a tick
+	} {
+		loop, spin := run(false, tc.flagAt, tc.until), run(true, tc.flagAt, tc.until)
+		if loop != spin {
+			t.Errorf("flag at %v, until %v: Relax loop %+v, RelaxUntil %+v; want the same", tc.flagAt, tc.until, loop, spin)
+		}
+	}
+}

@@ -53,7 +53,12 @@ type Task struct {
 	chargeEv  *Event
 	chargeEnd Time
 	remaining Time
-	endFn     func() // endCharge as a value, allocated once
+	endFn     func() // endCharge as a value, allocated once (relaxStep while RelaxUntil spins)
+	// RelaxUntil's spin: what ends it, and its smallest step.
+	relaxCond  func() bool
+	relaxUntil Time
+	relaxMin   Time
+	relaxFn    func() // relaxStep as a value, allocated once
 	// dispatchEv hands the CPU to the task once its switch-in is paid.
 	dispatchEv *Event
 	dispatchFn func()
@@ -78,6 +83,7 @@ func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
 	t := &Task{e: e, cpu: e.cpus[cpu], Name: name, PID: 100 + e.nextTask, fn: fn,
 		daemon: daemon, mode: ModeKernel, resume: make(chan struct{}), state: taskBlocked}
 	t.endFn = t.endCharge
+	t.relaxFn = t.relaxStep
 	t.dispatchFn = t.dispatch
 	e.tasks = append(e.tasks, t)
 	if !daemon {
@@ -241,6 +247,54 @@ func (t *Task) Relax(min Time) {
 	t.chargeEnd = t.e.now + d
 	t.chargeEv = t.e.At(t.chargeEnd, t.endFn)
 	t.yield()
+}
+
+// RelaxUntil busy-waits like Relax, but across events: after each event it
+// asks cond (from the engine, without running the task) and returns only
+// when cond reports true, the clock reaches until, or the CPU must go to
+// another task. It is exactly Relax in a loop whose body only polls cond,
+// at the cost of one evaluation per event instead of a task switch.
+func (t *Task) RelaxUntil(min, until Time, cond func() bool) {
+	if t.cpu.needResched && t.e.cfg.Preempt.Preemptive() && t.Preemptible() && len(t.cpu.runq) > 0 {
+		t.Schedule()
+	}
+	t.relaxCond, t.relaxUntil, t.relaxMin = cond, until, min
+	end := t.endFn
+	t.endFn = t.relaxFn
+	t.relaxArm()
+	t.yield()
+	t.endFn, t.relaxCond = end, nil
+}
+
+// relaxArm charges the spin up to the next event (at least relaxMin, at
+// most to relaxUntil) and arms its end.
+func (t *Task) relaxArm() {
+	d := t.relaxMin
+	if next := t.e.nextEventAt(); next > t.e.now+d {
+		d = next - t.e.now
+	} else if next < 0 && t.relaxUntil > t.e.now+d {
+		d = t.relaxUntil - t.e.now
+	}
+	if t.e.now+d > t.relaxUntil && t.relaxUntil > t.e.now {
+		d = max(t.relaxUntil-t.e.now, 1)
+	}
+	t.cpu.account(t.mode, d)
+	t.chargedInPhase(d)
+	t.chargeEnd = t.e.now + d
+	t.chargeEv = t.e.At(t.chargeEnd, t.endFn)
+}
+
+// relaxStep ends one step of RelaxUntil's spin: it spins on, or resumes
+// the task.
+func (t *Task) relaxStep() {
+	t.chargeEv = nil
+	c := t.cpu
+	resched := c.needResched && t.e.cfg.Preempt.Preemptive() && t.Preemptible() && len(c.runq) > 0
+	if t.relaxCond == nil || t.e.now >= t.relaxUntil || resched || c.curr != t || t.relaxCond() {
+		t.dispatch()
+		return
+	}
+	t.relaxArm()
 }
 
 // prepareSleep starts a new sleep and returns its generation; wakers

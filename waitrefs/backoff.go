@@ -22,7 +22,7 @@ func (Backoff) Name() string { return "backoff" }
 // WaitAny implements netdev.Waiter.
 func (Backoff) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
 	wait := int64(0)
-	return poll(r, t, devs, func(int) {
+	return poll(r, t, devs, func(int, sim.Time) {
 		r.Barrier(t)
 		if wait == 0 {
 			wait = backoffMin

@@ -16,7 +16,7 @@ func (Ben) Name() string { return "ben" }
 
 // WaitAny implements netdev.Waiter.
 func (Ben) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
-	return poll(r, t, devs, func(int) {
+	return poll(r, t, devs, func(int, sim.Time) {
 		r.Barrier(t)
 		if anyReady(r, devs) {
 			return

@@ -19,11 +19,14 @@ func (Expedited) Name() string { return "expedited" }
 
 // WaitAny implements netdev.Waiter.
 func (Expedited) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
-	return poll(r, t, devs, func(int) {
+	return poll(r, t, devs, func(_ int, until sim.Time) {
 		if !r.RCU().SynchronizeExpedited(t) {
-			// A no-op: the loop spins. Between two events nothing it
-			// polls can change, so spin to the next one at once.
-			t.Relax(r.Cost(costs.RefcntCheck))
+			// A no-op: the loop spins, checking the devices and calling
+			// the no-op again, until one is ready or the loop has
+			// something of its own to do. Only events can change what it
+			// polls, so the spin is evaluated at each event rather than
+			// run iteration by iteration.
+			t.RelaxUntil(r.Cost(costs.RefcntCheck), until, func() bool { return r.AnyReadySpinning(devs) })
 		}
 	})
 }

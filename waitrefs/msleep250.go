@@ -15,7 +15,7 @@ func (Msleep250) Name() string { return "msleep250" }
 
 // WaitAny implements netdev.Waiter.
 func (Msleep250) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
-	return poll(r, t, devs, func(int) {
+	return poll(r, t, devs, func(int, sim.Time) {
 		r.NoteSleep()
 		t.Msleep(250)
 	})

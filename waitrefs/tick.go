@@ -15,7 +15,7 @@ func (Tick) Name() string { return "tick" }
 
 // WaitAny implements netdev.Waiter.
 func (Tick) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
-	return poll(r, t, devs, func(int) {
+	return poll(r, t, devs, func(int, sim.Time) {
 		r.NoteSleep()
 		t.ScheduleTimeout(1)
 	})

@@ -57,7 +57,7 @@ const (
 )
 
 // poll is the kernel's wait loop with the strategy's pause.
-func poll(r *netdev.Registry, t *sim.Task, devs []*netdev.Device, pause func(pass int)) *netdev.Device {
+func poll(r *netdev.Registry, t *sim.Task, devs []*netdev.Device, pause func(pass int, until sim.Time)) *netdev.Device {
 	e := r.Engine()
 	hz := int64(e.Config().HZ)
 	start := t.Now()
@@ -70,7 +70,11 @@ func poll(r *netdev.Registry, t *sim.Task, devs []*netdev.Device, pause func(pas
 			r.Rebroadcast(t, devs)
 			rebroadcast = e.Jiffies()
 		}
-		pause(pass)
+		// until is the next time the loop has something of its own to
+		// do (a rebroadcast, a warning, giving up): a pause that spins can
+		// spin to it unless a device becomes ready first.
+		until := min(e.JiffyStart(rebroadcast+rebroadcastEvery*hz+1), e.JiffyStart(warning+warnEvery*hz+1), start+r.GiveUp+1)
+		pause(pass, until)
 		if e.Jiffies() > warning+warnEvery*hz {
 			r.WarnWaiting(devs[0])
 			warning = e.Jiffies()

@@ -20,7 +20,7 @@ func (Wake) ChecksOnRelease() bool { return true }
 // WaitAny implements netdev.Waiter.
 func (Wake) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device) *netdev.Device {
 	hz := int64(r.Engine().Config().HZ)
-	return poll(r, t, devs, func(int) {
+	return poll(r, t, devs, func(int, sim.Time) {
 		r.NoteSleep()
 		r.WaitReleaseTimeout(t, devs, rebroadcastEvery*hz)
 	})
