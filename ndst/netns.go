@@ -75,6 +75,26 @@ type NetnsDelRequest struct {
 	// plugin does; otherwise they are all deleted at once and waited for
 	// together.
 	OneAtATime bool
+	// Recreate creates that many new namespaces (the next free numbers of
+	// Template) as soon as the deletes have returned, while the cleanup
+	// runs, as a host restarting its pods does; the result says how long
+	// each creation took and whether it waited for the cleanup.
+	Recreate int
+}
+
+// NetnsRecreate is how the creations of NetnsDelRequest.Recreate went.
+type NetnsRecreate struct {
+	Requested int `json:"requested"`
+	// Created counts the creations done when the run ended; Blocked those
+	// that found the pernet lock (net_mutex) held by the cleanup and
+	// waited for it, WaitedNS the longest such wait (up to the run's end
+	// for a creation still waiting).
+	Created  int   `json:"created"`
+	Blocked  int   `json:"blocked"`
+	WaitedNS int64 `json:"waited_ns"`
+	// Latency is each finished creation's time, from the deletes'
+	// return.
+	Latency *Latency `json:"latency,omitempty"`
 }
 
 // NetnsListRequest asks for the namespaces.
@@ -122,6 +142,8 @@ type NetnsTimes struct {
 	// Cleanup is the cleanup worker's time by phase (package phase), summed
 	// over its runs.
 	Cleanup []Phase `json:"cleanup_phases,omitempty"`
+	// Recreate is how the creations asked for with Recreate went.
+	Recreate *NetnsRecreate `json:"recreate,omitempty"`
 }
 
 // Styles of NetnsTimes.

@@ -126,6 +126,7 @@ func netnsAddSummary(req ndst.NetnsAddRequest) string {
 func newNetnsDelCmd(g *globalOptions) *cobra.Command {
 	var (
 		oneAtATime bool
+		recreate   int
 		tmpl       string
 	)
 	cmd := &cobra.Command{
@@ -141,16 +142,20 @@ func newNetnsDelCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if recreate != 0 && g.backend != "sim" {
+				return ndst.Usagef("--recreate is the emulated kernel's (--backend sim); on the real kernel, run netns add while the delete's cleanup runs")
+			}
 			how := "all at once"
 			if oneAtATime {
 				how = "one at a time"
 			}
 			what := fmt.Sprintf("netns del: deleting %s %d..%d %s %s", t, start, stop, how, g.where())
 			return g.netnsTimed(false, what, func(ctx context.Context, nb ndst.NetnsBackend) (*ndst.Result, error) {
-				return nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: start, Stop: stop, Template: t, OneAtATime: oneAtATime})
+				return nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: start, Stop: stop, Template: t, OneAtATime: oneAtATime, Recreate: recreate})
 			}, "")
 		},
 	}
+	cmd.Flags().IntVar(&recreate, "recreate", 0, "as soon as the deletes return, create this many new namespaces (the next free numbers) while the cleanup runs, as a host restarting its pods does, and say whether they waited for it (emulated kernel)")
 	cmd.Flags().BoolVar(&oneAtATime, "one-at-a-time", false, "delete one namespace, wait until its cleanup is done, then the next (as a CNI plugin does)")
 	cmd.Flags().StringVar(&tmpl, "template", ndst.DefaultNetnsTemplate, "namespace name template with exactly one %d")
 	return cmd
@@ -273,6 +278,20 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 		}
 		if len(n.Cleanup) > 0 {
 			fmt.Fprintf(&b, "cleanup worker: %s\n", phaseLine(n.Cleanup))
+		}
+		if rc := n.Recreate; rc != nil {
+			fmt.Fprintf(&b, "recreate: %d of %d new namespaces created while the cleanup ran", rc.Created, rc.Requested)
+			if l := rc.Latency; l != nil {
+				fmt.Fprintf(&b, " (the last %s after the deletes returned)", fmtDur(l.MaxNS))
+			}
+			switch {
+			case rc.Blocked == 0:
+				b.WriteString("; none waited for the cleanup\n")
+			case rc.Created < rc.Requested:
+				fmt.Fprintf(&b, "; the next one waited %s for net_mutex, which the cleanup holds while it waits for the devices: on this line a stuck cleanup blocks every new namespace (ip netns add, a container start hang)\n", fmtDur(rc.WaitedNS))
+			default:
+				fmt.Fprintf(&b, "; %d waited for net_mutex, held by the cleanup (up to %s)\n", rc.Blocked, fmtDur(rc.WaitedNS))
+			}
 		}
 	} else if l := r.Latency; l != nil {
 		fmt.Fprintf(&b, "per namespace: min %s, median %s, p99 %s, max %s\n",

@@ -138,3 +138,44 @@ func TestNetnsOtherBackends(t *testing.T) {
 		}
 	}
 }
+
+func TestNetnsRecreateDuringAStuckCleanup(t *testing.T) {
+	// The moby symptom by era: with lo held forever, the cleanup never
+	// ends; on 2.6.32 it holds net_mutex meanwhile, so a new namespace
+	// waits for it (and the result says so); on 6.18 new namespaces do not
+	// wait. Either way the run is stuck, exit 1, and the state unchanged.
+	for _, tc := range []struct {
+		profile, want string
+	}{
+		{"2.6.32", "0 of 2 new namespaces created while the cleanup ran; the next one waited"},
+		{"6.18", "2 of 2 new namespaces created while the cleanup ran"},
+	} {
+		state := tempState(t)
+		if _, errOut, code := ndstRun(t, state, "--profile", tc.profile, "netns", "add", "3"); code != 0 {
+			t.Fatalf("netns add 3 = exit %d: %s", code, errOut)
+		}
+		before, _ := os.ReadFile(state)
+		out, _, code := ndstRun(t, state, "--profile", tc.profile, "--hold", "dst@lo=forever", "--give-up", "20s", "netns", "del", "1", "3", "--recreate", "2")
+		if code != 1 || !strings.Contains(out, "result:  stuck") || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: netns del --recreate 2 with lo held = exit %d:\n%s\nwant stuck and %q", tc.profile, code, out, tc.want)
+		}
+		if tc.profile == "6.18" && !strings.Contains(out, "none waited for the cleanup") {
+			t.Errorf("6.18: the creations should not wait for the cleanup:\n%s", out)
+		}
+		if after, _ := os.ReadFile(state); !bytes.Equal(before, after) {
+			t.Errorf("%s: a stuck run changed the state file", tc.profile)
+		}
+	}
+	state := tempState(t)
+	ndstRun(t, state, "netns", "add", "1")
+	if _, errOut, code := ndstRun(t, state, "netns", "del", "1", "1", "--recreate", "-1"); code != 2 || !strings.Contains(errOut, "--recreate -1") {
+		t.Errorf("--recreate -1 = exit %d, %q; want a usage error", code, errOut)
+	}
+	// Done: the new namespaces are there afterwards.
+	if _, _, code := ndstRun(t, state, "netns", "del", "1", "1", "--recreate", "2"); code != 0 {
+		t.Fatalf("netns del --recreate 2 = exit %d", code)
+	}
+	if out, _, _ := ndstRun(t, state, "netns", "list"); !strings.Contains(out, "ndst2") || !strings.Contains(out, "ndst3") || strings.Contains(out, "ndst1 ") {
+		t.Errorf("after del 1 1 --recreate 2, want ndst2 and ndst3, not ndst1:\n%s", out)
+	}
+}

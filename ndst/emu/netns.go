@@ -453,6 +453,16 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	if req.OneAtATime {
 		style = ndst.StyleOneAtATime
 	}
+	var recreate []string
+	if req.Recreate < 0 || req.Recreate > maxRecreate {
+		return nil, ndst.Usagef("--recreate %d: want 0..%d namespaces", req.Recreate, maxRecreate)
+	}
+	if req.Recreate > 0 {
+		var err error
+		if recreate, err = b.freeNetnsNames(req.Template, req.Recreate); err != nil {
+			return nil, err
+		}
+	}
 	res := b.newResult("netns-del", b.r.profile.Netns.DeviceExitBatch && !req.OneAtATime)
 	wall := time.Now()
 	k, err := b.boot(ctx)
@@ -469,6 +479,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	// stuck. 10 ms a device or namespace is far above any per-item cost.
 	bound := 600*sim.Second + sim.Time(devices+len(list))*10*sim.Millisecond
 	var returned sim.Time = -1
+	rec := &recreation{names: recreate}
 	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
 		for i, n := range list {
 			if ctx.Err() != nil { // a signal between two deletes
@@ -484,7 +495,9 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 				return
 			}
 		}
+		rec.start(k, ns, sys)
 		ns.WaitDone(t, list, bound)
+		rec.wait(t, bound)
 		t.SetMode(sim.ModeKernel)
 	})
 	if runErr == nil && ctx.Err() != nil {
@@ -524,6 +537,9 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 		if p.CPU+p.Wait > 0 {
 			times.Cleanup = append(times.Cleanup, ndst.Phase{Name: p.Name, CPUNS: int64(p.CPU), WaitNS: int64(p.Wait)})
 		}
+	}
+	if len(recreate) > 0 {
+		times.Recreate = rec.result(k.e.Now())
 	}
 	res.Netns = times
 	if runErr != nil {
@@ -688,4 +704,71 @@ func plural(n int, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// maxRecreate bounds NetnsDelRequest.Recreate.
+const maxRecreate = 100_000
+
+// recreation creates namespaces while a cleanup runs (NetnsDelRequest.
+// Recreate): one task, one creation after another, as a host restarting
+// its pods does.
+type recreation struct {
+	names   []string
+	ns      *netdev.Namespaces
+	started sim.Time
+	lats    []int64
+	blocked int
+	waited  sim.Time
+	// The creation in progress: when it began, and the pernet-lock waits
+	// counted before it (-1: none in progress).
+	curFrom  sim.Time
+	curWaits int64
+	done     bool
+	wq       sim.WaitQueue
+}
+
+func (rc *recreation) start(k *kernel, ns *netdev.Namespaces, sys sim.Time) {
+	rc.ns, rc.curWaits = ns, -1
+	if len(rc.names) == 0 {
+		rc.done = true
+		return
+	}
+	rc.started = k.e.Now()
+	k.e.Go("recreate", 0, true, func(t *sim.Task) {
+		for _, name := range rc.names {
+			syscall(t, sys)
+			rc.curFrom, rc.curWaits = t.Now(), ns.Stats().PernetWaits
+			if _, err := ns.Create(t, name); err != nil {
+				break
+			}
+			if ns.Stats().PernetWaits > rc.curWaits {
+				rc.blocked++
+				rc.waited = max(rc.waited, t.Now()-rc.curFrom)
+			}
+			rc.curWaits = -1
+			rc.lats = append(rc.lats, int64(t.Now()-rc.started))
+			returnToUser(t)
+		}
+		rc.done = true
+		rc.wq.WakeAll()
+	})
+}
+
+// wait waits for the creations to finish, as long as the cleanup's bound.
+func (rc *recreation) wait(t *sim.Task, bound sim.Time) {
+	if !rc.done {
+		rc.wq.WaitTimeout(t, func() bool { return rc.done }, int64(bound/t.Engine().Period())+1)
+	}
+}
+
+// result says how the creations went by now: a creation still waiting for
+// the pernet lock counts as blocked, for as long as it has waited.
+func (rc *recreation) result(now sim.Time) *ndst.NetnsRecreate {
+	out := &ndst.NetnsRecreate{Requested: len(rc.names), Created: len(rc.lats), Blocked: rc.blocked,
+		WaitedNS: int64(rc.waited), Latency: ndst.Summarize(rc.lats)}
+	if rc.ns != nil && rc.curWaits >= 0 && rc.ns.Stats().PernetWaits > rc.curWaits {
+		out.Blocked++
+		out.WaitedNS = max(out.WaitedNS, int64(now-rc.curFrom))
+	}
+	return out
 }
