@@ -286,3 +286,24 @@ func (r *NetnsAddRequest) Normalize() error {
 	}
 	return nil
 }
+
+// FreeNames picks the count lowest numbers of t, from 1, that no name in
+// existing has.
+func (t NetnsTemplate) FreeNames(existing []string, count int) ([]string, error) {
+	used := map[int]bool{}
+	for _, name := range existing {
+		if k := t.Number(name); k >= 0 {
+			used[k] = true
+		}
+	}
+	if free := t.MaxNumber() - len(used); count > free {
+		return nil, Usagef("namespace template %s has room for %d more names, asked for %d", t, max(0, free), count)
+	}
+	names := make([]string, 0, count)
+	for k := 1; len(names) < count; k++ {
+		if !used[k] {
+			names = append(names, t.Name(k))
+		}
+	}
+	return names, nil
+}

@@ -401,22 +401,11 @@ const netnsDeviceEquivalent = 32
 
 // freeNetnsNames picks the count lowest free numbers of tmpl, from 1.
 func (b *Backend) freeNetnsNames(tmpl ndst.NetnsTemplate, count int) ([]string, error) {
-	used := make(map[int]bool)
-	for _, n := range b.state.Namespaces {
-		if k := tmpl.Number(n.Name); k >= 0 {
-			used[k] = true
-		}
+	existing := make([]string, len(b.state.Namespaces))
+	for i, n := range b.state.Namespaces {
+		existing[i] = n.Name
 	}
-	if free := tmpl.MaxNumber() - len(used); count > free {
-		return nil, ndst.Usagef("namespace template %s has room for %d more names, asked for %d", tmpl, max(0, free), count)
-	}
-	names := make([]string, 0, count)
-	for k := 1; len(names) < count; k++ {
-		if !used[k] {
-			names = append(names, tmpl.Name(k))
-		}
-	}
-	return names, nil
+	return tmpl.FreeNames(existing, count)
 }
 
 // NetnsDel implements ndst.NetnsBackend: the command drops each namespace's

@@ -166,22 +166,11 @@ type nsPlan struct {
 // freeNetnsNames picks the count lowest free numbers of tmpl, from 1, among
 // every name under /run/netns (ndst's or not).
 func freeNetnsNames(tmpl ndst.NetnsTemplate, existing []namespace, count int) ([]string, error) {
-	used := map[int]bool{}
-	for _, n := range existing {
-		if k := tmpl.Number(n.Name); k >= 0 {
-			used[k] = true
-		}
+	names := make([]string, len(existing))
+	for i, n := range existing {
+		names[i] = n.Name
 	}
-	if free := tmpl.MaxNumber() - len(used); count > free {
-		return nil, ndst.Usagef("namespace template %s has room for %d more names, asked for %d", tmpl, max(0, free), count)
-	}
-	names := make([]string, 0, count)
-	for k := 1; len(names) < count; k++ {
-		if !used[k] {
-			names = append(names, tmpl.Name(k))
-		}
-	}
-	return names, nil
+	return tmpl.FreeNames(names, count)
 }
 
 // freeLinkNames picks the count lowest free numbers of tmpl among the

@@ -109,12 +109,10 @@
 package nlbackend
 
 import (
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/statefile"
 	"go.uber.org/zap"
 )
 
@@ -173,7 +171,7 @@ const maxHolds = 64
 const DefaultNetns = "ndst"
 
 // MaxNetnsLen bounds namespace names.
-const MaxNetnsLen = 64
+const MaxNetnsLen = statefile.MaxNetnsNameLen
 
 // Kinds lists the supported link kinds.
 var Kinds = []string{"dummy", "ifb", "veth"}
@@ -195,29 +193,7 @@ func Owned(g uint32) bool { return g >= OwnedGroupMin && g <= OwnedGroupMax }
 // netns add` takes them too),
 // '_', '.' and '-', not "." and without "..", so that it is one plain file
 // name under /run/netns that prints as it is.
-func ValidateNetns(name string) error {
-	switch {
-	case name == "":
-		return ndst.Usagef("network namespace name is empty")
-	case len(name) > MaxNetnsLen:
-		return ndst.Usagef("network namespace name %q is %d bytes; at most %d", name, len(name), MaxNetnsLen)
-	case name == ".":
-		return ndst.Usagef("network namespace name %q is reserved", name)
-	case strings.Contains(name, ".."):
-		return ndst.Usagef("network namespace name %q contains \"..\"", name)
-	}
-	for i, r := range name {
-		if r == utf8.RuneError {
-			if _, size := utf8.DecodeRuneInString(name[i:]); size <= 1 {
-				return ndst.Usagef("network namespace name %q is not valid UTF-8 (byte %#02x at offset %d)", name, name[i], i)
-			}
-		}
-		if !unicode.IsLetter(r) && !unicode.IsMark(r) && !unicode.IsDigit(r) && r != '_' && r != '.' && r != '-' {
-			return ndst.Usagef("network namespace name %q contains %q (U+%04X); allowed are letters, digits, '_', '.' and '-'", name, r, r)
-		}
-	}
-	return nil
-}
+func ValidateNetns(name string) error { return ndst.ValidateNetnsName(name) }
 
 // ValidateKind checks a link kind; "" means the default, dummy.
 func ValidateKind(kind string) error {
