@@ -10,8 +10,9 @@ import (
 
 // Kernel lines. Each line is the previous one plus named changes to the
 // teardown path, RCU or the scheduler, each with its commit (abbreviated id;
-// "" where the id could not be read in a mirror), its first release, and
-// what it changes in the model. The facts and their sources are in
+// "" where the id could not be confirmed from a source, or where the change
+// is a distribution's configuration rather than a commit), its first
+// release, and what it changes in the model. The facts and their sources are in
 // docs/kernel-2.6-sources.md and docs/kernel-modern-sources.md.
 
 // Change is one behaviour change of the teardown path, as the model applies
@@ -77,7 +78,7 @@ var history = []struct {
 			"synchronize_rcu_expedited exists: empty on UP, migration threads on SMP", func(p *Profile) { p.TreeExpedited = rcu.ExpMigration }},
 	}},
 	{"2.6.33", []Change{
-		{"", "2.6.33", "net: Introduce unregister_netdevice_many()",
+		{"9b5e383c11b0", "2.6.33", "net: Introduce unregister_netdevice_many()",
 			"one rollback_registered_many and one netdev_run_todo per batch (two synchronize_net a batch)", func(p *Profile) { p.Batched = true }},
 		{"", "2.6.33", "ipv4: flush the route cache once per unregister batch",
 			"rt_do_flush (a cond_resched point) once per batch, not in every NETDEV_UNREGISTER", func(p *Profile) { p.FibFlush = FibFlushPerBatch }},
@@ -85,7 +86,7 @@ var history = []struct {
 			"the RCU CPU stall warning at 10 s, then every 30 s", func(p *Profile) {
 				p.RCUStall, p.RCUStallRepeat = 10*sim.Second, 30*sim.Second
 			}},
-		{"", "2.6.33", "rcu: \"Tiny RCU\", The Bloatwatch Edition",
+		{"9b1d82fa1611", "2.6.33", "rcu: \"Tiny RCU\", The Bloatwatch Edition",
 			"--rcu tiny (TINY_RCU, !SMP)", func(p *Profile) {
 				p.RCUs = append(p.RCUs, RCUChoice{Name: "tiny", Config: "CONFIG_TINY_RCU", Requires: "!SMP"})
 			}},
@@ -106,7 +107,7 @@ var history = []struct {
 			"netdev_wait_allrefs_any: devices are freed in the order they become ready", func(p *Profile) { p.FreeInReadyOrder = true }},
 		{"258f887aba60", "6.1", "rcu: Disable run-time single-CPU grace-period optimization",
 			"synchronize_rcu[_expedited] wait for a real grace period on one CPU too", func(p *Profile) { p.UPShortcut = false }},
-		{"", "6.1", "Debian builds PREEMPT_DYNAMIC",
+		{"", "6.1", "Debian's configuration, not a kernel commit: Debian builds PREEMPT_DYNAMIC",
 			"preemptible RCU even when booted with preempt=none (the default --rcu tree-preempt); a tick in kernel code outside a reader is a QS", func(p *Profile) {
 				p.PreemptCount = true
 				p.RCUs = []RCUChoice{
@@ -128,7 +129,7 @@ var history = []struct {
 			}},
 		{"d15121be7485", "6.5", "Revert \"softirq: Let ksoftirqd do its job\"",
 			"interrupt exit runs pending softirqs even when ksoftirqd is runnable", func(p *Profile) { p.DeferToKsoftirqd = false }},
-		{"", "6.6", "rcu: rcu_do_batch sizes its batch from the ready callbacks",
+		{"253cbbff6214", "6.3", "rcu: Throttle callback invocation based on number of ready callbacks",
 			"the batch limit is max(blimit, ready >> rcu_divisor)", func(p *Profile) { p.DivisorOfAll = false }},
 	}},
 	{"6.12", []Change{
@@ -136,7 +137,7 @@ var history = []struct {
 			"msleep(ms) sleeps msecs_to_jiffies(ms): each backoff sleep one jiffy shorter", func(p *Profile) { p.MsleepExact = true }},
 	}},
 	{"6.18", []Change{
-		{"", "6.14", "net: sched: calls synchronize_net() only when needed",
+		{"88df16f851ad", "6.14", "net: sched: calls synchronize_net() only when needed",
 			"dev_deactivate_many syncs only when a qdisc that can enqueue was deactivated: none for a down device (2 synchronize_net a batch, not 3)", func(p *Profile) {
 				p.SyncNetInClose = false
 			}},

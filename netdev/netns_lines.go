@@ -86,7 +86,7 @@ var netnsChanges = map[string][]Change{
 			"a scheduling point after each namespace's exit method in a batch", func(p *Profile) { p.Netns.ExitCondResched = true }},
 	},
 	"6.1": {
-		{"", "5.18", "net: remove default_device_exit()",
+		{"ee403248fa6d", "5.18", "net: remove default_device_exit()",
 			"part of \"net: speedup netns dismantles\": default_device_exit_net runs inside default_device_exit_batch's one RTNL hold, not with an rtnl_lock per namespace", func(p *Profile) {
 				p.Netns.DeviceExitPerNet = false
 			}},
