@@ -69,8 +69,11 @@ docs/kernel-modern-sources.md. --profile auto picks the line of a kernel release
 				fmt.Fprintf(&b, "\n%s:\n", p.Name)
 				for _, c := range p.Changes {
 					id := c.Commit
-					if id == "" {
-						id = "(id not read)"
+					switch {
+					case id == "" && strings.HasPrefix(c.Title, "Debian's configuration"):
+						id = "(no commit)"
+					case id == "":
+						id = "(not found)" // the change is sourced; its commit id is not
 					}
 					fmt.Fprintf(&b, "  %-13s %-6s %s\n  %19s %s\n", id, c.Release, c.Title, "", c.Effect)
 				}
