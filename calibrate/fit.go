@@ -227,6 +227,17 @@ func (r *Report) Refit(ctx context.Context) error {
 	if len(r.Batches) < 2 {
 		return fmt.Errorf("calibrate: the report has %d batched-delete sizes; the fit needs two", len(r.Batches))
 	}
+	// A recorded report comes from a file: its sizes and machine must be
+	// ones calibrate could have measured, before anything is emulated.
+	for i, b := range r.Batches {
+		if b.Devices < 1 || b.Devices > MaxDevices || (i > 0 && b.Devices <= r.Batches[i-1].Devices) || b.P50NS <= 0 {
+			return fmt.Errorf("calibrate: the report's batched deletes (%d devices, %d ns) are not a calibration's: sizes 1..%d, increasing, with positive times",
+				b.Devices, b.P50NS, MaxDevices)
+		}
+	}
+	if r.Host.CPUs < 1 || r.Host.CPUs > 4096 || r.HZ < 1 || r.HZ > 10000 || r.CreateNS <= 0 {
+		return fmt.Errorf("calibrate: the report's host (%d CPUs, HZ %d, create %d ns) is not a calibrated one", r.Host.CPUs, r.HZ, r.CreateNS)
+	}
 	r.Profile, r.ProfileWhy, r.RCU, r.Closure, r.FitIterations = "", "", "", nil, 0
 	if err := r.chooseLine(); err != nil {
 		return err
