@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
 )
 
 // TestClosureOfRecordedCalibrations refits real calibrations (the JSON
@@ -77,4 +78,39 @@ func TestClosureOfRecordedCalibrations(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRefitRefusesWhatNoCalibrationMeasured(t *testing.T) {
+	// A report read from a file is checked before anything is emulated:
+	// a size calibrate never uses, sizes out of order, or a machine that
+	// cannot be, is an error, not an emulation of a billion devices.
+	good := func() Report {
+		return Report{Host: nlbackendHost(), HZ: 250, CreateNS: 100_000,
+			Batches: []BatchPoint{{Devices: 100, P50NS: 24e6}, {Devices: 300, P50NS: 44e6}}}
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(*Report)
+	}{
+		{"a billion devices", func(r *Report) { r.Batches[1].Devices = 1e9 }},
+		{"sizes reversed", func(r *Report) { r.Batches[0].Devices, r.Batches[1].Devices = 300, 100 }},
+		{"no time", func(r *Report) { r.Batches[0].P50NS = 0 }},
+		{"no CPUs", func(r *Report) { r.Host.CPUs = 0 }},
+		{"HZ out of range", func(r *Report) { r.HZ = 1e6 }},
+		{"one size", func(r *Report) { r.Batches = r.Batches[:1] }},
+	} {
+		r := good()
+		tc.mut(&r)
+		if err := r.Refit(context.Background()); err == nil {
+			t.Errorf("%s: Refit() = nil, want an error", tc.name)
+		}
+	}
+	r := good()
+	if err := r.Refit(context.Background()); err != nil {
+		t.Errorf("a plausible report: Refit() = %v", err)
+	}
+}
+
+func nlbackendHost() nlbackend.HostFacts {
+	return nlbackend.HostFacts{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "none", PreemptRCU: true}
 }
