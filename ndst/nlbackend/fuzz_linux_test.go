@@ -33,7 +33,7 @@ func encodeLink(seq uint32, l link) []byte {
 		m.u32(unix.IFLA_LINK, uint32(int32(l.Peer)))
 	}
 	if !l.PeerHere {
-		m.u32(unix.IFLA_LINK_NETNSID, 0)
+		m.u32(unix.IFLA_LINK_NETNSID, uint32(int32(l.PeerNsid)))
 	}
 	if len(l.AltNames) > 0 {
 		p := m.nest(unix.IFLA_PROP_LIST)
