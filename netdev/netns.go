@@ -24,6 +24,8 @@ import (
 //   - Create is copy_net_ns + setup_net: the pernet lock (the single
 //     net_mutex in 2.6.3x, which a running cleanup holds), the pernet init
 //     methods, lo registered by loopback_net_init.
+//   - Unmount is the umount of its /run/netns bind mount, where the line
+//     has named namespaces: a grace period before the last mntput.
 //   - Put drops the last reference (__put_net): the namespace goes on the
 //     cleanup list and the cleanup work is queued.
 //   - The cleanup work (one kernel thread, the ordered netns workqueue)
@@ -50,6 +52,7 @@ const (
 	PhaseSetupNet   = "setup_net"  // the pernet init methods (CPU)
 	PhaseExitNet    = "exit_net"   // the pernet exit methods (CPU)
 	PhaseLoUp       = "dev_open"   // setting lo up: addresses and routes (CPU)
+	PhaseUmount     = "umount"     // namespace_unlock's grace period before the last mntput
 	phaseIdle       = "netns-idle" // the cleanup worker with nothing to do
 )
 
@@ -460,6 +463,23 @@ func (ns *Namespaces) holdRoutes(d *Device, i *devInfo) {
 	d.hold(HolderRoute)
 	d.hold(HolderRoute)
 	i.routes = 2
+}
+
+// Unmount is umount2(MNT_DETACH) of n's bind mount under /run/netns, run by
+// t before Put: namespace_unlock() waits for the grace period the line's
+// UmountSync names before the final mntput, which drops n's reference (Put).
+// With no bind mount in the line (UmountNone) it does nothing.
+func (ns *Namespaces) Unmount(t *sim.Task, n *Netns) {
+	if n.State != NetnsAlive || ns.prof.UmountSync == UmountNone {
+		return
+	}
+	defer t.SetPhase(t.SetPhase(PhaseUmount))
+	r := ns.host.rcu
+	if ns.prof.UmountSync == UmountExpedited && r.Config().Expedited != rcu.ExpNone {
+		r.SynchronizeExpedited(t)
+		return
+	}
+	r.Synchronize(t)
 }
 
 // Put drops the last reference of n (__put_net), run by t: n goes on the

@@ -42,6 +42,27 @@ type NetnsProfile struct {
 	// methods queue to free memory, which the final rcu_barrier() waits
 	// for (an estimate: the count is not derived, the wait is).
 	ExitRCUFrees int
+	// UmountSync is what deleting a namespace bound under /run/netns (as
+	// `ip netns del` and ndst do) waits for before its last reference
+	// drops: umount2(MNT_DETACH)'s namespace_unlock() waits for a grace
+	// period before the final mntput of the nsfs mount. UmountNone: a line
+	// without named namespaces (setns and the nsfs bind mount came with
+	// 3.0), whose namespace dies with its last task.
+	UmountSync UmountSync
+}
+
+// UmountSync is the grace period namespace_unlock() waits for.
+type UmountSync uint8
+
+// What namespace_unlock waits for.
+const (
+	UmountNone      UmountSync = iota // no bind mount to undo
+	UmountNormal                      // synchronize_rcu() (48a066e72d97, 3.13)
+	UmountExpedited                   // synchronize_rcu_expedited() (22cb7405fada, 4.20)
+)
+
+func (u UmountSync) String() string {
+	return [...]string{"none", "synchronize_rcu", "synchronize_rcu_expedited"}[u]
 }
 
 // netnsBase is 2.6.31: per-namespace work items on the single-threaded
@@ -81,6 +102,10 @@ var netnsChanges = map[string][]Change{
 		{"", "4.x", "fib_trie: tables are freed by call_rcu (fib_free_table)",
 			"a namespace's exit methods leave RCU callbacks behind (modelled as 2), so the final rcu_barrier() waits for a grace period", func(p *Profile) {
 				p.Netns.ExitRCUFrees = 2
+			}},
+		{"22cb7405fada", "4.20", "VFS: use synchronize_rcu_expedited() in namespace_unlock()",
+			"deleting a named namespace (umount2 of its /run/netns bind mount, MNT_DETACH) waits for an expedited grace period before the mount's final mntput drops the namespace's last reference; from 3.13 (48a066e72d97, \"RCU'd vfsmounts\") to 4.19 it was a normal one", func(p *Profile) {
+				p.Netns.UmountSync = UmountExpedited
 			}},
 		{"", "5.10", "netns: ops_exit_list calls cond_resched() between namespaces",
 			"a scheduling point after each namespace's exit method in a batch", func(p *Profile) { p.Netns.ExitCondResched = true }},

@@ -246,3 +246,54 @@ func TestNetnsDeterministic(t *testing.T) {
 }
 
 func netdevTemplate(s string) (ifname.Template, error) { return ifname.ParseTemplate(s) }
+
+// TestNetnsUnmount: deleting a named namespace unmounts its /run/netns bind
+// mount, whose namespace_unlock() waits for an expedited grace period (4.20
+// on) before the last reference drops; 2.6.3x had no named namespaces, so
+// the delete is the put alone.
+func TestNetnsUnmount(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want netdev.UmountSync
+		gps  int64 // expedited grace periods the unmounts wait for
+	}{{"2.6.32", netdev.UmountNone, 0}, {"6.1", netdev.UmountExpedited, 2}, {"6.18", netdev.UmountExpedited, 2}} {
+		t.Run(tc.line, func(t *testing.T) {
+			p, _ := netdev.LookupProfile(tc.line)
+			if p.Netns.UmountSync != tc.want {
+				t.Fatalf("UmountSync = %v, want %v", p.Netns.UmountSync, tc.want)
+			}
+			k := bootNetns(t, tc.line, 2)
+			var before, after int64
+			var start, end sim.Time
+			err := k.do(t, func(tk *sim.Task) {
+				ns := k.create(t, tk, "a", "b")
+				// Both unmounts before either put, so that no cleanup
+				// (with grace periods of its own) runs meanwhile.
+				before, start = k.r.Stats().ExpeditedGPs, tk.Now()
+				for _, n := range ns {
+					k.ns.Unmount(tk, n)
+					if n.State != netdev.NetnsAlive {
+						t.Errorf("%s is %s after Unmount; the put drops the reference", n.Name, n.State)
+					}
+				}
+				after, end = k.r.Stats().ExpeditedGPs, tk.Now()
+				for _, n := range ns {
+					k.ns.Put(tk, n)
+				}
+				k.ns.WaitDone(tk, ns, 60*sim.Second)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := after - before; got != tc.gps {
+				t.Errorf("the deletes waited for %d expedited grace periods, want %d", got, tc.gps)
+			}
+			if tc.gps == 0 && end != start {
+				t.Errorf("the unmounts took %v; without a bind mount there is nothing to undo", end-start)
+			}
+			if tc.gps > 0 && end == start {
+				t.Error("the unmounts took no time; each waits for its grace period")
+			}
+		})
+	}
+}

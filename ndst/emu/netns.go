@@ -477,6 +477,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			if i > 0 {
 				syscall(t, sys)
 			}
+			ns.Unmount(t, n)
 			ns.Put(t, n)
 			returnToUser(t)
 			returned = t.Now()
