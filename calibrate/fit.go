@@ -208,6 +208,9 @@ func (r *Report) fit(ctx context.Context) error {
 		}
 	}
 	t.Costs = best
+	if err := r.fitNetns(ctx, base); err != nil {
+		return err
+	}
 	return r.closure(ctx, base, sizes)
 }
 
@@ -270,6 +273,9 @@ func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) erro
 	for i, b := range r.Batches {
 		r.Closure = append(r.Closure, pt("batched delete", b.Devices, b.P50NS, dels[i]))
 	}
+	if err := r.netnsClosure(ctx, base); err != nil {
+		return err
+	}
 	for _, p := range r.Closure {
 		r.Table.Extra["closure_"+slugOf(p)+"_permille"] = int64(math.Round(1000 * p.Error))
 	}
@@ -278,17 +284,32 @@ func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) erro
 
 // Closed reports whether every calibration run is reproduced within
 // ClosureLimit, and the largest error.
+//
+// The namespace deletes' own time (NetnsReturned) is shown but not gated:
+// on a real 2-CPU host it is bimodal, slower whenever the deletes outlast the
+// first cleanup run (which then runs beside them), a contention the emulated
+// kernel does not model; the cleanup-done time that follows is gated.
 func (r *Report) Closed() (bool, float64) {
 	worst := 0.0
 	for _, p := range r.Closure {
+		if p.What == NetnsReturned {
+			continue
+		}
 		worst = max(worst, math.Abs(p.Error))
 	}
 	return len(r.Closure) > 0 && worst <= ClosureLimit, worst
 }
 
 func slugOf(p ClosurePoint) string {
-	if p.What == "create" {
+	switch p.What {
+	case "create":
 		return "create"
+	case "netns add":
+		return fmt.Sprintf("netns_add%d", p.Devices)
+	case NetnsReturned:
+		return fmt.Sprintf("netns_returned%d", p.Devices)
+	case "netns cleanup done":
+		return fmt.Sprintf("netns_done%d", p.Devices)
 	}
 	return fmt.Sprintf("del%d", p.Devices)
 }

@@ -73,6 +73,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.measureNetlink(ctx, b, o); err != nil {
 		return nil, err
 	}
+	if !o.NoNetns {
+		progress("namespaces: create with lo up, delete all at once")
+		if err := r.measureNetns(ctx, b); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			r.NetnsError = err.Error()
+		}
+	}
 	r.LoadAvg = append(r.LoadAvg, LoadAvg())
 	if err := r.chooseLine(); err != nil {
 		return nil, err

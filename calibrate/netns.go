@@ -1,0 +1,270 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/emu"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+)
+
+// Namespace calibration. Three per-namespace CPU costs of the emulated
+// kernel have no netlink operation of their own to be timed by: setup_net
+// with lo set up (netns_setup_ns), the delete's own work besides the grace
+// period its umount waits for (netns_put_ns: umount_tree, the final mntput,
+// unlinking the bind mount), and a namespace's pernet exit methods in
+// cleanup_net (netns_exit_ns). Each is solved so that the emulated kernel
+// reproduces one measured time of namespaces created with lo up and deleted
+// all at once, at two sizes:
+//
+//   - setup from the time to create them, and put from when the last
+//     delete returned: both times are about linear in their cost (the
+//     creates and the deletes run one after another on one task), and one
+//     cost serves both sizes, so each is set where the two sizes' relative
+//     errors balance;
+//   - exit from when the cleanup was done (monotone in it: the cleanup runs
+//     batch every namespace queued so far, so a bisection finds it).
+//
+// Everything else in those times is the model's mechanism: the umount's
+// expedited grace period, cleanup_net's grace period, its rcu_barrier()s, the
+// batches the cleanup worker forms while the deletes are still running. The
+// sizes are not the ones `ndst predict --netns` checks, and no veth pair nor
+// one-at-a-time delete is calibrated.
+
+// NetnsPoint is one namespace size: medians over the rounds.
+type NetnsPoint struct {
+	Namespaces int   `json:"namespaces"`
+	AddNS      int64 `json:"add_ns"`      // creating them, lo up
+	ReturnedNS int64 `json:"returned_ns"` // the last delete returned
+	DoneNS     int64 `json:"done_ns"`     // the cleanup of the last one was done
+	Rounds     int   `json:"rounds"`
+}
+
+// NetnsReturned names the closure point of the deletes' own time.
+const NetnsReturned = "netns delete returned"
+
+// Namespace sizes and rounds of a calibration.
+const (
+	netnsSmall, netnsLarge = 40, 200
+	netnsRounds            = 5
+)
+
+// measureNetns creates netnsSmall and netnsLarge namespaces with lo up and
+// deletes them all at once, netnsRounds times each after a warm-up round.
+func (r *Report) measureNetns(ctx context.Context, b *nlbackend.Backend) error {
+	tmpl, err := ndst.ParseNetnsTemplate(fmt.Sprintf("ndst-cal%d-%%d", os.Getpid()))
+	if err != nil {
+		return err
+	}
+	runs := map[int][3][]int64{}
+	for round := -1; round < netnsRounds; round++ {
+		for _, n := range []int{netnsLarge, netnsSmall} {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			a, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: n, Template: tmpl, LoUp: true})
+			if err != nil {
+				return fmt.Errorf("create %d namespaces: %w", n, err)
+			}
+			d, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: n, Template: tmpl})
+			if err != nil {
+				return fmt.Errorf("delete %d namespaces: %w", n, err)
+			}
+			if a.Count != n || d.Count != n || d.Netns == nil || d.Netns.DoneNS == nil {
+				return fmt.Errorf("created %d and deleted %d of %d namespaces, or the cleanup's end was not observed", a.Count, d.Count, n)
+			}
+			if round < 0 {
+				continue
+			}
+			x := runs[n]
+			x[0] = append(x[0], a.WallNS)
+			x[1] = append(x[1], d.Netns.ReturnedNS)
+			x[2] = append(x[2], *d.Netns.DoneNS)
+			runs[n] = x
+		}
+	}
+	r.Netns = nil
+	for _, n := range []int{netnsSmall, netnsLarge} {
+		x := runs[n]
+		r.Netns = append(r.Netns, NetnsPoint{Namespaces: n, AddNS: median(x[0]), ReturnedNS: median(x[1]),
+			DoneNS: median(x[2]), Rounds: len(x[0])})
+	}
+	return nil
+}
+
+// emulatedNetns runs the namespace calibration's runs on the emulated
+// kernel with table t: for each size, the medians over closureSeeds seeds.
+func emulatedNetns(ctx context.Context, base emu.Config, t *costs.Table, sizes []int) ([]NetnsPoint, error) {
+	tmpl := ndst.MustNetnsTemplate(ndst.DefaultNetnsTemplate)
+	out := make([]NetnsPoint, len(sizes))
+	for i, n := range sizes {
+		var add, ret, done []int64
+		for seed := uint64(1); seed <= closureSeeds; seed++ {
+			c := base
+			c.Costs, c.Seed = t, seed
+			b, err := emu.Open(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			a, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: n, Template: tmpl, LoUp: true})
+			if err != nil {
+				b.Close()
+				return nil, err
+			}
+			d, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: n, Template: tmpl})
+			b.Close()
+			if err != nil {
+				return nil, err
+			}
+			if d.Netns == nil || d.Netns.DoneNS == nil {
+				return nil, fmt.Errorf("emulated delete of %d namespaces: no cleanup end", n)
+			}
+			add = append(add, *a.VirtualNS)
+			ret = append(ret, d.Netns.ReturnedNS)
+			done = append(done, *d.Netns.DoneNS)
+		}
+		out[i] = NetnsPoint{Namespaces: n, AddNS: median(add), ReturnedNS: median(ret), DoneNS: median(done), Rounds: closureSeeds}
+	}
+	return out, nil
+}
+
+// Namespace cost keys of a table's extra map (netdev.NetnsCostsOf reads them).
+const (
+	keyNetnsSetup = "netns_setup_ns"
+	keyNetnsPut   = "netns_put_ns"
+	keyNetnsExit  = "netns_exit_ns"
+)
+
+// fitNetns solves the three namespace costs (see above) on r.Table.
+func (r *Report) fitNetns(ctx context.Context, base emu.Config) error {
+	if len(r.Netns) < 2 {
+		return nil
+	}
+	t := r.Table
+	sizes := make([]int, len(r.Netns))
+	for i, p := range r.Netns {
+		sizes[i] = p.Namespaces
+	}
+	large := len(sizes) - 1
+	m := r.Netns[large]
+	n := int64(sizes[large])
+	run := func(sizes []int) ([]NetnsPoint, error) {
+		pts, err := emulatedNetns(ctx, base, t, sizes)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: namespace closure: %w", err)
+		}
+		r.FitIterations++
+		return pts, nil
+	}
+	// Start from zero exit cost, so that the cleanup does not delay the
+	// fits of setup and put through RTNL.
+	t.Extra[keyNetnsExit] = 0
+	for _, k := range []string{keyNetnsSetup, keyNetnsPut} {
+		if _, ok := t.Extra[k]; !ok {
+			t.Extra[k] = 0
+		}
+	}
+	// Setup and put: each time is about linear in its cost, with a slope
+	// of one per namespace. One cost serves both sizes, so each step moves
+	// it to where the relative errors of the two sizes balance (the
+	// smallest worst error a single per-namespace cost allows).
+	balance := func(c int64, meas, emul func(NetnsPoint) int64, pts []NetnsPoint) int64 {
+		var sumErr, sumSlope float64
+		for i, p := range pts {
+			mv := float64(meas(r.Netns[i]))
+			sumErr += (float64(emul(p)) - mv) / mv
+			sumSlope += float64(p.Namespaces) / mv
+		}
+		return max(0, c-int64(math.Round(sumErr/sumSlope)))
+	}
+	add := func(p NetnsPoint) int64 { return p.AddNS }
+	ret := func(p NetnsPoint) int64 { return p.ReturnedNS }
+	for range 4 {
+		pts, err := run(sizes)
+		if err != nil {
+			return err
+		}
+		s0, p0 := t.Extra[keyNetnsSetup], t.Extra[keyNetnsPut]
+		t.Extra[keyNetnsSetup] = balance(s0, add, add, pts)
+		t.Extra[keyNetnsPut] = balance(p0, ret, ret, pts)
+		if abs(t.Extra[keyNetnsSetup]-s0) < 1000 && abs(t.Extra[keyNetnsPut]-p0) < 1000 {
+			break
+		}
+	}
+	// Exit: the smallest cost whose emulated cleanup ends no earlier than
+	// measured, between 0 and what the whole measured time would allow.
+	lo, hi := int64(0), max(int64(1000), m.DoneNS/n*2)
+	for range 16 {
+		mid := (lo + hi) / 2
+		t.Extra[keyNetnsExit] = mid
+		e, err := run(sizes[large:])
+		if err != nil {
+			return err
+		}
+		if e[0].DoneNS < m.DoneNS {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	t.Extra[keyNetnsExit] = (lo + hi) / 2
+	for _, p := range r.Netns {
+		t.Extra[fmt.Sprintf("netns_add_%d_ns", p.Namespaces)] = p.AddNS
+		t.Extra[fmt.Sprintf("netns_returned_%d_ns", p.Namespaces)] = p.ReturnedNS
+		t.Extra[fmt.Sprintf("netns_done_%d_ns", p.Namespaces)] = p.DoneNS
+	}
+	return nil
+}
+
+// netnsClosure adds the namespace runs to the closure.
+func (r *Report) netnsClosure(ctx context.Context, base emu.Config) error {
+	if len(r.Netns) == 0 {
+		return nil
+	}
+	sizes := make([]int, len(r.Netns))
+	for i, p := range r.Netns {
+		sizes[i] = p.Namespaces
+	}
+	e, err := emulatedNetns(ctx, base, r.Table, sizes)
+	if err != nil {
+		return fmt.Errorf("calibrate: namespace closure: %w", err)
+	}
+	for i, m := range r.Netns {
+		for _, x := range []struct {
+			what string
+			m, e int64
+		}{{"netns add", m.AddNS, e[i].AddNS}, {NetnsReturned, m.ReturnedNS, e[i].ReturnedNS},
+			{"netns cleanup done", m.DoneNS, e[i].DoneNS}} {
+			p := ClosurePoint{What: x.what, Devices: m.Namespaces, MeasuredNS: x.m, EmulatedNS: x.e}
+			if x.m > 0 {
+				p.Error = float64(x.e-x.m) / float64(x.m)
+			}
+			r.Closure = append(r.Closure, p)
+		}
+	}
+	return nil
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// HasNetnsCosts reports whether a table carries a namespace calibration.
+func HasNetnsCosts(t *costs.Table) bool {
+	if t == nil {
+		return false
+	}
+	for _, k := range []string{keyNetnsSetup, keyNetnsPut, keyNetnsExit} {
+		if _, ok := t.Extra[k]; !ok {
+			return false
+		}
+	}
+	return true
+}

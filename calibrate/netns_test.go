@@ -1,0 +1,58 @@
+package calibrate
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/ndst-project/ndst/costs"
+)
+
+// TestFitNetnsRecoversCosts: measurements made by the emulated kernel itself
+// with known namespace costs are fitted back to those costs, and the
+// closure of the fitted table reproduces every namespace run.
+func TestFitNetnsRecoversCosts(t *testing.T) {
+	ctx := context.Background()
+	truth := costs.Default()
+	truth.Source = "truth"
+	truth.Host = &costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "none", Profile: "6.18", RCU: "tree-preempt"}
+	truth.Extra = map[string]int64{keyNetnsSetup: 900_000, keyNetnsPut: 150_000, keyNetnsExit: 120_000}
+	base, err := hostModel(truth.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{netnsSmall, netnsLarge}
+	measured, err := emulatedNetns(ctx, base, truth, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := costs.Default()
+	fit.Source, fit.Host, fit.Extra = "fit", truth.Host, map[string]int64{}
+	r := &Report{Netns: measured, Table: fit}
+	if HasNetnsCosts(fit) {
+		t.Fatal("HasNetnsCosts of a table without the keys = true")
+	}
+	if err := r.fitNetns(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	if !HasNetnsCosts(fit) {
+		t.Fatal("HasNetnsCosts after the fit = false")
+	}
+	for k, tol := range map[string]float64{keyNetnsSetup: 0.02, keyNetnsPut: 0.02, keyNetnsExit: 0.15} {
+		got, want := float64(fit.Extra[k]), float64(truth.Extra[k])
+		if math.Abs(got-want) > tol*want {
+			t.Errorf("fitted %s = %.0f, want %.0f within %.0f%%", k, got, want, 100*tol)
+		}
+	}
+	if err := r.netnsClosure(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Closure) != 3*len(sizes) {
+		t.Fatalf("closure has %d points, want %d (add, returned, done per size)", len(r.Closure), 3*len(sizes))
+	}
+	for _, p := range r.Closure {
+		if math.Abs(p.Error) > ClosureLimit {
+			t.Errorf("closure %s %d: %+.1f%%, want within %.0f%%", p.What, p.Devices, 100*p.Error, 100*ClosureLimit)
+		}
+	}
+}
