@@ -3,9 +3,16 @@ package bench
 import (
 	"bytes"
 	"context"
-	"github.com/ndst-project/ndst/costs"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
 )
 
 func netnsSpec() *Spec {
@@ -96,5 +103,71 @@ func TestPredictNetnsSim(t *testing.T) {
 		if r.OK != 1 || !(r.ReturnedNS < r.GoneNS && r.GoneNS < r.DoneNS) {
 			t.Errorf("row %+v: want one ok run with returned < gone < done", r)
 		}
+	}
+}
+
+// netnsHostTable is a host table with namespace costs.
+func netnsHostTable() *costs.Table {
+	t := hostTable(&costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "none", Profile: "6.18", RCU: "tree-preempt"})
+	t.Extra = map[string]int64{"netns_setup_ns": 900_000, "netns_put_ns": 150_000, "netns_exit_ns": 120_000}
+	return t
+}
+
+func TestPredictNetnsNeedsNetnsCosts(t *testing.T) {
+	ct := hostTable(&costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "none", Profile: "6.18"})
+	_, err := PredictNetns(context.Background(), NetnsPredictSpec{Counts: []int{2}, Costs: ct})
+	var u *ndst.UsageError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "no namespace calibration") {
+		t.Fatalf("PredictNetns with a table without namespace costs = %v; want a usage error naming the calibration", err)
+	}
+}
+
+func TestNetnsPredictionTable(t *testing.T) {
+	pr := &NetnsPrediction{Kernel: "6.18.0-test", Profile: "6.18", RCU: "tree-preempt", HZ: 250, CPUs: 2, Preempt: "none",
+		Costs: "test", Kind: "ifb", Limit: NetnsPredictLimit, Within: 1, LoadAvg: []string{"0.1", "0.2"},
+		Warnings: []string{"N=10 with veth one-at-a-time: the cleanup-done prediction is off by -30% (more than 25%)"},
+		Rows: []NetnsPredictRow{
+			{Namespaces: 10, LoUp: true, Style: ndst.StyleAllAtOnce, MeasuredReturnedNS: 2e6, MeasuredGoneNS: 40e6, MeasuredDoneNS: 80e6,
+				MeasuredRuns: []int64{80e6}, MeasuredCleanups: 2, Error: -0.1, GoneError: -0.05,
+				Predicted: NetnsSimRow{Namespaces: 10, ReturnedNS: 1e6, GoneNS: 38e6, DoneNS: 72e6, CleanupRuns: 2, Runs: 5}},
+			{Namespaces: 10, Veth: true, LoUp: true, Style: ndst.StyleOneAtATime, MeasuredDoneNS: 400e6, MeasuredRuns: []int64{400e6},
+				Error: -0.3, Predicted: NetnsSimRow{DoneNS: 280e6, Runs: 5}},
+		}}
+	var b bytes.Buffer
+	if err := pr.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"kernel 6.18.0-test against the emulated line 6.18", "lo up", "median of 1 run(s)", "median of 5 seed(s)",
+		"80.000ms", "72.000ms", "-10.0%", "-30.0%", "all-at-once", "one-at-a-time", "within 25% (cleanup done): 1 of 2 cells",
+		"warning: N=10 with veth one-at-a-time"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("WriteTable() lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestPredictNetnsOnHost runs a small prediction on this host's kernel: every
+// cell is measured, and nothing predict created is left behind.
+func TestPredictNetnsOnHost(t *testing.T) {
+	skipUnlessNetlink(t)
+	ns := fmt.Sprintf("ndst-pntest-%d", os.Getpid())
+	t.Cleanup(func() { _ = nlbackend.Reset(context.Background(), nlbackend.Options{Netns: ns}) })
+	pr, err := PredictNetns(context.Background(), NetnsPredictSpec{Counts: []int{2}, LoUp: true, Runs: 1, Seed: 1,
+		Costs: netnsHostTable(), RealRuns: 1, Netlink: nlbackend.Options{Netns: ns, Kind: "ifb"}})
+	if err != nil {
+		t.Fatalf("PredictNetns(2) = %v", err)
+	}
+	if len(pr.Rows) != 4 {
+		t.Fatalf("PredictNetns(2): %d rows, want 4 (veth or not x all at once or one at a time)", len(pr.Rows))
+	}
+	for _, r := range pr.Rows {
+		if r.MeasuredDoneNS <= 0 || r.MeasuredGoneNS <= 0 || r.MeasuredGoneNS > r.MeasuredDoneNS || r.Predicted.DoneNS <= 0 {
+			t.Errorf("row %+v: want measured gone <= done, both positive, and a prediction", r)
+		}
+	}
+	left, _ := filepath.Glob(fmt.Sprintf("/run/netns/ndst-p%d-*", os.Getpid()))
+	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil || len(left) > 0 {
+		t.Errorf("left behind: the throwaway namespace (stat err %v) or namespaces %v", err, left)
 	}
 }

@@ -125,7 +125,8 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 }
 
 func (g *globalOptions) checkPredict(cmd *cobra.Command) error {
-	if err := refuse(setFlags(cmd, []string{"netns", "i-really-mean-the-root-namespace"}),
+	// predict's own --netns (namespace teardown) shadows the global one.
+	if err := refuse(setFlags(cmd, []string{"i-really-mean-the-root-namespace"}),
 		"predict measures in a throwaway namespace of its own; name it with --predict-netns"); err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func TestBadCommandLines(t *testing.T) {
 		// The global namespace and the emulator's flags in the commands with
 		// throwaway namespaces of their own.
 		{[]string{"--netns", "x", "bench"}, 2, "--netns would be ignored: bench runs netlink cells in a throwaway namespace of its own; name it with --bench-netns"},
-		{[]string{"--netns", "x", "predict"}, 2, "--netns would be ignored: predict measures in a throwaway namespace of its own; name it with --predict-netns"},
+		{[]string{"--netns", "x", "predict"}, 2, "predict --netns takes no value (got \"x\"); the namespace predict works in is named with --predict-netns"},
 		{[]string{"--netns", "x", "calibrate"}, 2, "--netns would be ignored: calibrate measures in a throwaway namespace of its own"},
 		{[]string{"--hz", "250", "calibrate"}, 2, "--hz would be ignored: calibrate measures this host's kernel"},
 		{[]string{"--backend", "sim", "calibrate"}, 2, "calibrate measures this host's kernel through netlink; --backend sim does not apply"},

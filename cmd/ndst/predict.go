@@ -58,6 +58,37 @@ func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path string) erro
 	return p.WriteTable(g.stdout)
 }
 
+// predictNetns compares the emulated kernel's namespace teardown with this
+// host's (see bench.PredictNetns).
+func (g *globalOptions) predictNetns(ctx context.Context, s *bench.PredictSpec) error {
+	for _, n := range s.Counts {
+		if n < 1 || n > maxPredictNetns {
+			return ndst.Usagef("--count %d: want 1..%d namespaces", n, maxPredictNetns)
+		}
+	}
+	if !calibrate.HasNetnsCosts(s.Costs) {
+		return ndst.Usagef("--costs %s has no namespace calibration (netns_setup_ns, netns_put_ns, netns_exit_ns): run ndst calibrate -o FILE again (without --no-netns)", g.costs)
+	}
+	prog := g.startProgress("predict: namespaces")
+	p, err := bench.PredictNetns(ctx, bench.NetnsPredictSpec{Counts: s.Counts, LoUp: true, Runs: s.SimRuns, Seed: s.Seed,
+		Costs: s.Costs, RealRuns: s.Runs, Netlink: s.Netlink, Progress: g.progressLines(prog, "predict: ")})
+	prog.stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("predict interrupted; the namespaces it created and the throwaway namespace were removed")
+		}
+		return err
+	}
+	if g.json {
+		return writeJSONIndent(g.stdout, p)
+	}
+	return p.WriteTable(g.stdout)
+}
+
+// maxPredictNetns bounds predict --netns's sizes (each is created, and
+// deleted one at a time, on the real kernel).
+const maxPredictNetns = 10000
+
 func newPredictCmd(g *globalOptions) *cobra.Command {
 	var (
 		counts        []string
@@ -66,6 +97,7 @@ func newPredictCmd(g *globalOptions) *cobra.Command {
 		saveCosts     string
 		fromGuest     string
 		noAttribute   bool
+		netnsMode     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "predict",
@@ -82,8 +114,19 @@ The calibration comes from --costs FILE (written by 'ndst calibrate -o FILE');
 without it, ndst calibrate runs first. HZ, CPUs and the preemption model of
 the emulated kernel come from its host section. The calibration never sees a
 one-by-one delete nor a batched delete of more than 300 devices: those are
-what the emulated kernel predicts. Needs root.`,
-		Args: exactArgs(0, "no arguments"),
+what the emulated kernel predicts. Needs root.
+
+With --netns it predicts namespace teardown instead: N = 10, 100, 1000
+namespaces with lo up, without and with a veth pair into predict's own
+namespace, deleted all at once and one at a time, each cell's returned, gone
+and done times on both kernels (the calibration measured 40 and 200
+namespaces deleted all at once, without veth).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && netnsMode {
+				return ndst.Usagef("predict --netns takes no value (got %q); the namespace predict works in is named with --predict-netns", args[0])
+			}
+			return exactArgs(0, "no arguments")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ns, err := intList("--count", counts)
 			if err != nil {
@@ -92,6 +135,17 @@ what the emulated kernel predicts. Needs root.`,
 			tmpl, err := ndst.ParseTemplate(g.template)
 			if err != nil {
 				return err
+			}
+			if netnsMode {
+				if fromGuest != "" {
+					return ndst.Usagef("--netns with --from-guest: guest transcripts record device deletes only; run predict --netns in the guest")
+				}
+				if !cmd.Flags().Changed("count") {
+					ns = []int{10, 100, 1000}
+				}
+				if !cmd.Flags().Changed("runs") {
+					runs = 3
+				}
 			}
 			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl, Attribute: !noAttribute}
 			if fromGuest != "" {
@@ -140,6 +194,9 @@ what the emulated kernel predicts. Needs root.`,
 					}
 				}
 			}
+			if netnsMode {
+				return g.predictNetns(ctx, s)
+			}
 			prog := g.startProgress("predict: measuring the real kernel and running the emulated one")
 			s.Progress = g.progressLines(prog, "predict: ")
 			p, err := bench.Predict(ctx, s)
@@ -157,8 +214,9 @@ what the emulated kernel predicts. Needs root.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&counts, "count", []string{"100", "1000", "4000"}, "numbers of devices N (list)")
-	f.IntVar(&runs, "runs", 1, "real-kernel runs per N and mode (the median is shown)")
+	f.StringSliceVar(&counts, "count", []string{"100", "1000", "4000"}, "numbers of devices N (list); with --netns, of namespaces (default 10,100,1000)")
+	f.IntVar(&runs, "runs", 1, "real-kernel runs per N and mode (the median is shown; with --netns default 3)")
+	f.BoolVar(&netnsMode, "netns", false, "predict namespace teardown instead: N namespaces with lo up, without and with a veth pair, deleted all at once and one at a time (the calibration must have its namespace costs)")
 	f.IntVar(&simRuns, "sim-runs", 5, "emulated runs per N and mode, seeds --seed.. (the median is shown)")
 	f.StringVar(&netns, "predict-netns", "", "throwaway network namespace (default ndst-predict-PID; must not exist)")
 	f.StringVar(&saveCosts, "save-costs", "", "when calibrating first, also write the cost table to FILE")
