@@ -130,8 +130,10 @@ func (g *globalOptions) checkPredict(cmd *cobra.Command) error {
 		"predict measures in a throwaway namespace of its own; name it with --predict-netns"); err != nil {
 		return err
 	}
-	if err := refuse(setFlags(cmd, []string{"backend"}), "predict always runs both backends"); err != nil {
-		return err
+	// --backend netlink names the real side predict runs anyway (the VM
+	// rig passes it to every command); any other backend does not apply.
+	if cmd.Flags().Changed("backend") && g.backend != "netlink" {
+		return refuse([]string{"backend"}, "predict always runs both backends")
 	}
 	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog"}),
 		"predict runs throwaway emulated kernels of the 6.18 profile with the HZ, CPUs and preemption of the calibration's host"); err != nil {

@@ -71,6 +71,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--backend", "sim", "calibrate"}, 2, "calibrate measures this host's kernel through netlink; --backend sim does not apply"},
 		{[]string{"--profile", "2.6.31", "predict"}, 2, "--profile would be ignored: predict runs throwaway emulated kernels of the 6.18 profile"},
 		{[]string{"--backend", "sim", "predict"}, 2, "--backend would be ignored"},
+		{[]string{"--backend", "netlink", "predict", "--netns", "--count", "20000"}, 2, "--count 20000: want 1..10000 namespaces"},
 		{[]string{"predict", "--count", "200000"}, 2, "--count: 200000 is out of range"}, // checked before calibrating
 		{[]string{"predict", "--from-guest", "x.log", "--runs", "3"}, 2, "--runs would be ignored: --from-guest"},
 		{[]string{"--state", "/tmp/x", "calibrate"}, 2, "--state would be ignored: calibrate measures this host's kernel"},

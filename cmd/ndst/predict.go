@@ -61,11 +61,6 @@ func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path string) erro
 // predictNetns compares the emulated kernel's namespace teardown with this
 // host's (see bench.PredictNetns).
 func (g *globalOptions) predictNetns(ctx context.Context, s *bench.PredictSpec) error {
-	for _, n := range s.Counts {
-		if n < 1 || n > maxPredictNetns {
-			return ndst.Usagef("--count %d: want 1..%d namespaces", n, maxPredictNetns)
-		}
-	}
 	if !calibrate.HasNetnsCosts(s.Costs) {
 		return ndst.Usagef("--costs %s has no namespace calibration (netns_setup_ns, netns_put_ns, netns_exit_ns): run ndst calibrate -o FILE again (without --no-netns)", g.costs)
 	}
@@ -145,6 +140,11 @@ namespaces deleted all at once, without veth).`,
 				}
 				if !cmd.Flags().Changed("runs") {
 					runs = 3
+				}
+				for _, n := range ns {
+					if n > maxPredictNetns {
+						return ndst.Usagef("--count %d: want 1..%d namespaces", n, maxPredictNetns)
+					}
 				}
 			}
 			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl, Attribute: !noAttribute}
