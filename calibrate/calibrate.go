@@ -155,6 +155,9 @@ type Report struct {
 	// are none.
 	Netns      []NetnsPoint `json:"netns,omitempty"`
 	NetnsError string       `json:"netns_error,omitempty"`
+	// NetnsFit says what netns_exit_ns was fitted to: "cleanup runs"
+	// (each run's duration) or "cleanup done".
+	NetnsFit string `json:"netns_fit,omitempty"`
 
 	// Profile is the kernel line that models the host (ProfileWhy says
 	// why) and RCU its RCU implementation: the emulated kernel the table
@@ -393,6 +396,10 @@ func (r *Report) WriteText(w io.Writer) error {
 				p.Namespaces, dur(p.AddNS), dur(p.ReturnedNS), dur(p.DoneNS))
 		}
 		fmt.Fprintf(&b, " (medians of %d)\n", r.Netns[0].Rounds)
+		if fixed, per, ok := cleanupLine(r.Netns); ok {
+			fmt.Fprintf(&b, "  cleanup runs:  %s + %s per namespace taken (least squares over %d runs of cleanup_net)\n",
+				dur(int64(fixed)), dur(int64(per)), cleanupCount(r.Netns))
+		}
 	case r.NetnsError != "":
 		fmt.Fprintf(&b, "namespaces:      not measured: %s (the namespace costs keep their estimates; ndst predict --netns needs them)\n", r.NetnsError)
 	}

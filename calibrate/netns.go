@@ -26,8 +26,13 @@ import (
 //     creates and the deletes run one after another on one task), and one
 //     cost serves both sizes, so each is set where the two sizes' relative
 //     errors balance;
-//   - exit from when the cleanup was done (monotone in it: the cleanup runs
-//     batch every namespace queued so far, so a bisection finds it).
+//   - exit from the cleanup runs themselves: the real backend sees each
+//     cleanup_net run start and end (workqueue tracepoints), so every run
+//     of every round gives its size and duration, and the emulated runs'
+//     time per namespace is matched to the measured one. That holds
+//     whatever batches the deletes formed (they form differently when the
+//     deletes are slow); without tracepoints, the larger size's
+//     cleanup-done time is matched instead.
 //
 // Everything else in those times is the model's mechanism: the umount's
 // expedited grace period, cleanup_net's grace period, its rcu_barrier()s, the
@@ -42,6 +47,50 @@ type NetnsPoint struct {
 	ReturnedNS int64 `json:"returned_ns"` // the last delete returned
 	DoneNS     int64 `json:"done_ns"`     // the cleanup of the last one was done
 	Rounds     int   `json:"rounds"`
+	// Cleanups is every cleanup_net run of every round: how many
+	// namespaces it took and how long it ran.
+	Cleanups []CleanupRun `json:"cleanup_runs,omitempty"`
+}
+
+// CleanupRun is one cleanup_net run.
+type CleanupRun struct {
+	Namespaces int   `json:"namespaces"`
+	NS         int64 `json:"ns"`
+}
+
+// cleanupLine is the least-squares line through cleanup runs: a run's
+// fixed time (its grace period and rcu_barrier()s) and its time per
+// namespace it takes. ok is false without two distinct sizes.
+func cleanupLine(pts []NetnsPoint) (fixed, per float64, ok bool) {
+	var xs, ys []float64
+	for _, p := range pts {
+		for _, c := range p.Cleanups {
+			xs = append(xs, float64(c.Namespaces))
+			ys = append(ys, float64(c.NS))
+		}
+	}
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	den := n*sxx - sx*sx
+	if n < 2 || den == 0 {
+		return 0, 0, false
+	}
+	per = (n*sxy - sx*sy) / den
+	return (sy - per*sx) / n, per, true
+}
+
+// cleanups pairs a delete's cleanup runs with their sizes.
+func cleanups(t *ndst.NetnsTimes) []CleanupRun {
+	var out []CleanupRun
+	for i, n := range t.BatchSizes {
+		if i < len(t.BatchNS) && t.BatchNS[i] > 0 {
+			out = append(out, CleanupRun{Namespaces: n, NS: t.BatchNS[i]})
+		}
+	}
+	return out
 }
 
 // NetnsReturned names the closure point of the deletes' own time.
@@ -61,6 +110,7 @@ func (r *Report) measureNetns(ctx context.Context, b *nlbackend.Backend) error {
 		return err
 	}
 	runs := map[int][3][]int64{}
+	cl := map[int][]CleanupRun{}
 	for round := -1; round < netnsRounds; round++ {
 		for _, n := range []int{netnsLarge, netnsSmall} {
 			if err := ctx.Err(); err != nil {
@@ -80,6 +130,7 @@ func (r *Report) measureNetns(ctx context.Context, b *nlbackend.Backend) error {
 			if round < 0 {
 				continue
 			}
+			cl[n] = append(cl[n], cleanups(d.Netns)...)
 			x := runs[n]
 			x[0] = append(x[0], a.WallNS)
 			x[1] = append(x[1], d.Netns.ReturnedNS)
@@ -91,7 +142,7 @@ func (r *Report) measureNetns(ctx context.Context, b *nlbackend.Backend) error {
 	for _, n := range []int{netnsSmall, netnsLarge} {
 		x := runs[n]
 		r.Netns = append(r.Netns, NetnsPoint{Namespaces: n, AddNS: median(x[0]), ReturnedNS: median(x[1]),
-			DoneNS: median(x[2]), Rounds: len(x[0])})
+			DoneNS: median(x[2]), Rounds: len(x[0]), Cleanups: cl[n]})
 	}
 	return nil
 }
@@ -103,6 +154,7 @@ func emulatedNetns(ctx context.Context, base emu.Config, t *costs.Table, sizes [
 	out := make([]NetnsPoint, len(sizes))
 	for i, n := range sizes {
 		var add, ret, done []int64
+		var cl []CleanupRun
 		for seed := uint64(1); seed <= closureSeeds; seed++ {
 			c := base
 			c.Costs, c.Seed = t, seed
@@ -123,11 +175,12 @@ func emulatedNetns(ctx context.Context, base emu.Config, t *costs.Table, sizes [
 			if d.Netns == nil || d.Netns.DoneNS == nil {
 				return nil, fmt.Errorf("emulated delete of %d namespaces: no cleanup end", n)
 			}
+			cl = append(cl, cleanups(d.Netns)...)
 			add = append(add, *a.VirtualNS)
 			ret = append(ret, d.Netns.ReturnedNS)
 			done = append(done, *d.Netns.DoneNS)
 		}
-		out[i] = NetnsPoint{Namespaces: n, AddNS: median(add), ReturnedNS: median(ret), DoneNS: median(done), Rounds: closureSeeds}
+		out[i] = NetnsPoint{Namespaces: n, AddNS: median(add), ReturnedNS: median(ret), DoneNS: median(done), Rounds: closureSeeds, Cleanups: cl}
 	}
 	return out, nil
 }
@@ -195,23 +248,48 @@ func (r *Report) fitNetns(ctx context.Context, base emu.Config) error {
 			break
 		}
 	}
-	// Exit: the smallest cost whose emulated cleanup ends no earlier than
-	// measured, between 0 and what the whole measured time would allow.
-	lo, hi := int64(0), max(int64(1000), m.DoneNS/n*2)
-	for range 16 {
-		mid := (lo + hi) / 2
-		t.Extra[keyNetnsExit] = mid
-		e, err := run(sizes[large:])
-		if err != nil {
-			return err
+	// Exit: the per-namespace time of a cleanup run, measured over every
+	// run of the calibration (each run's start and end on the real kernel,
+	// whatever batches the deletes happened to form), is matched by the
+	// emulated runs' by bisection (the emulated slope grows with the cost,
+	// in steps, as the runs' waits end at ticks).
+	// Without run times (no workqueue tracepoints), the larger size's
+	// cleanup-done time is matched instead, by bisection.
+	if _, mPer, ok := cleanupLine(r.Netns); ok {
+		r.NetnsFit = "cleanup runs"
+		lo, hi := int64(0), max(int64(1000), 2*int64(mPer))
+		for range 16 {
+			mid := (lo + hi) / 2
+			t.Extra[keyNetnsExit] = mid
+			pts, err := run(sizes)
+			if err != nil {
+				return err
+			}
+			if _, ePer, ok := cleanupLine(pts); ok && ePer < mPer {
+				lo = mid
+			} else {
+				hi = mid
+			}
 		}
-		if e[0].DoneNS < m.DoneNS {
-			lo = mid
-		} else {
-			hi = mid
+		t.Extra[keyNetnsExit] = (lo + hi) / 2
+	} else {
+		r.NetnsFit = "cleanup done"
+		lo, hi := int64(0), max(int64(1000), m.DoneNS/n*2)
+		for range 16 {
+			mid := (lo + hi) / 2
+			t.Extra[keyNetnsExit] = mid
+			e, err := run(sizes[large:])
+			if err != nil {
+				return err
+			}
+			if e[0].DoneNS < m.DoneNS {
+				lo = mid
+			} else {
+				hi = mid
+			}
 		}
+		t.Extra[keyNetnsExit] = (lo + hi) / 2
 	}
-	t.Extra[keyNetnsExit] = (lo + hi) / 2
 	for _, p := range r.Netns {
 		t.Extra[fmt.Sprintf("netns_add_%d_ns", p.Namespaces)] = p.AddNS
 		t.Extra[fmt.Sprintf("netns_returned_%d_ns", p.Namespaces)] = p.ReturnedNS
@@ -267,4 +345,12 @@ func HasNetnsCosts(t *costs.Table) bool {
 		}
 	}
 	return true
+}
+
+func cleanupCount(pts []NetnsPoint) int {
+	n := 0
+	for _, p := range pts {
+		n += len(p.Cleanups)
+	}
+	return n
 }

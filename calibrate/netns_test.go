@@ -13,7 +13,12 @@ import (
 // closure of the fitted table reproduces every namespace run.
 func TestFitNetnsRecoversCosts(t *testing.T) {
 	ctx := context.Background()
-	truth := costs.Default()
+	// This project's host as calibrated (device costs), with known
+	// namespace costs.
+	truth, err := costs.Load("../ndst/emu/testdata/host-6.18-costs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	truth.Source = "truth"
 	truth.Host = &costs.Host{Kernel: "6.18.0-test", HZ: 250, CPUs: 2, Preempt: "none", Profile: "6.18", RCU: "tree-preempt"}
 	truth.Extra = map[string]int64{keyNetnsSetup: 900_000, keyNetnsPut: 150_000, keyNetnsExit: 120_000}
@@ -26,16 +31,16 @@ func TestFitNetnsRecoversCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fit := costs.Default()
-	fit.Source, fit.Host, fit.Extra = "fit", truth.Host, map[string]int64{}
-	r := &Report{Netns: measured, Table: fit}
-	if HasNetnsCosts(fit) {
+	fit := *truth
+	fit.Source, fit.Extra = "fit", map[string]int64{}
+	r := &Report{Netns: measured, Table: &fit}
+	if HasNetnsCosts(&fit) {
 		t.Fatal("HasNetnsCosts of a table without the keys = true")
 	}
 	if err := r.fitNetns(ctx, base); err != nil {
 		t.Fatal(err)
 	}
-	if !HasNetnsCosts(fit) {
+	if !HasNetnsCosts(&fit) {
 		t.Fatal("HasNetnsCosts after the fit = false")
 	}
 	for k, tol := range map[string]float64{keyNetnsSetup: 0.02, keyNetnsPut: 0.02, keyNetnsExit: 0.15} {

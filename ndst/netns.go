@@ -139,6 +139,9 @@ type NetnsTimes struct {
 	// every namespace queued so far); BatchSizes their sizes in order.
 	Batches    *int  `json:"batches,omitempty"`
 	BatchSizes []int `json:"batch_sizes,omitempty"`
+	// BatchNS is each of those runs' duration, in the same order (the
+	// calibration fits the per-namespace cleanup cost to them).
+	BatchNS []int64 `json:"batch_ns,omitempty"`
 	// Cleanup is the cleanup worker's time by phase (package phase), summed
 	// over its runs.
 	Cleanup []Phase `json:"cleanup_phases,omitempty"`

@@ -142,6 +142,8 @@ type Namespaces struct {
 	// done is woken whenever a cleanup run ends.
 	done    sim.WaitQueue
 	batches []int
+	// batchNS is each cleanup run's duration, in order.
+	batchNS []sim.Time
 
 	stats NetnsStats
 }
@@ -167,6 +169,9 @@ func (ns *Namespaces) Stats() NetnsStats { return ns.stats }
 
 // Batches returns the sizes of the cleanup runs so far, in order.
 func (ns *Namespaces) Batches() []int { return ns.batches }
+
+// BatchTimes returns the durations of the cleanup runs so far, in order.
+func (ns *Namespaces) BatchTimes() []sim.Time { return ns.batchNS }
 
 // Lookup returns the namespace named name.
 func (ns *Namespaces) Lookup(name string) (*Netns, bool) {
@@ -592,6 +597,8 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 	ns.stats.Batches++
 	ns.stats.MaxBatch = max(ns.stats.MaxBatch, int64(len(batch)))
 	ns.batches = append(ns.batches, len(batch))
+	start := t.Now()
+	defer func() { ns.batchNS = append(ns.batchNS, t.Now()-start) }()
 	for _, n := range batch {
 		n.State, n.Batch = NetnsCleaning, int(ns.stats.Batches)
 	}

@@ -523,6 +523,9 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	times.Gone, times.Done = ndst.Summarize(gone), ndst.Summarize(done)
 	batches := len(ns.Batches())
 	times.Batches, times.BatchSizes = &batches, ns.Batches()
+	for _, d := range ns.BatchTimes() {
+		times.BatchNS = append(times.BatchNS, int64(d))
+	}
 	for _, p := range ns.WorkerPhases() {
 		if p.CPU+p.Wait > 0 {
 			times.Cleanup = append(times.Cleanup, ndst.Phase{Name: p.Name, CPUNS: int64(p.CPU), WaitNS: int64(p.Wait)})

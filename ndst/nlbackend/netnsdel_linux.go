@@ -153,8 +153,10 @@ type nsDelete struct {
 	t0, t1  int64       // CLOCK_MONOTONIC at the first delete and when waiting ended
 	gaveUp  time.Duration
 	// doneAt is each target's cleanup end, 0 until seen; runOf its run.
-	doneAt     []int64
-	runOf      []int
+	doneAt []int64
+	runOf  []int
+	// runNS is each run's duration, by run.
+	runNS      map[int]int64
 	markerVeth string
 }
 
@@ -250,6 +252,7 @@ func (d *nsDelete) prepare() error {
 	}
 	d.doneAt = make([]int64, len(d.targets))
 	d.runOf = make([]int, len(d.targets))
+	d.runNS = map[int]int64{}
 	return nil
 }
 
@@ -348,6 +351,7 @@ func (d *nsDelete) allDone(ts []*nsTarget) bool {
 				continue
 			}
 			d.doneAt[i], d.runOf[i] = runs[k].End, k
+			d.runNS[k] = runs[k].End - runs[k].Start
 		}
 		return all
 	}
@@ -476,6 +480,7 @@ func (d *nsDelete) report() {
 		n.Batches = &batches
 		for _, k := range order {
 			n.BatchSizes = append(n.BatchSizes, sizes[k])
+			n.BatchNS = append(n.BatchNS, d.runNS[k])
 		}
 	}
 	res.Netns = n
