@@ -224,6 +224,12 @@ func (c *CPU) preempt() {
 
 // ---- interrupts and the tick ----
 
+// tickSlice is the least a task runs before the tick asks it to let a
+// waiting one in (CFS's minimum granularity, 0.75 ms scaled by the CPU
+// count; EEVDF's base slice is the same): at HZ up to 1000 any tick after a
+// whole jiffy on the CPU.
+const tickSlice = 750 * Microsecond
+
 // irqEnter starts interrupt work on the CPU.
 func (c *CPU) irqEnter() {
 	c.e.curCPU = c
@@ -310,6 +316,12 @@ func (c *CPU) tick() {
 	}
 	c.irqEnter()
 	c.Steal(c.e.cfg.TickCost)
+	// scheduler_tick: a task that has had its slice while others wait
+	// owes the CPU (check_preempt_tick / update_curr's deadline check);
+	// it gives it up at its next preemption point.
+	if t := c.curr; t != nil && !t.rt && len(c.runq) > 0 && !c.runq[0].rt && c.e.now-c.lastSwitch >= tickSlice {
+		c.needResched = true
+	}
 	for _, h := range c.e.hooks {
 		h.Tick(c, mode)
 	}

@@ -308,3 +308,47 @@ func TestRelaxUntilIsRelaxInALoop(t *testing.T) {
 		}
 	}
 }
+
+func TestTickSliceMakesKernelWorkYieldAtCondResched(t *testing.T) {
+	// A kernel thread that woke and preempted a user-mode hog, then works
+	// for 20 ms with a cond_resched() every 2 ms, owes the CPU back once it
+	// has had its slice: the tick marks it, and its next cond_resched()
+	// lets the hog in long before the work is done (preempt none).
+	e := newTestEngine(t, Config{HZ: 1000, CPUs: 1, Preempt: PreemptNone, Watchdog: -1})
+	var wq WaitQueue
+	woken := false
+	var workDone Time
+	var hogRuns []Time
+	e.Go("worker", 0, true, func(tk *Task) {
+		wq.Wait(tk, func() bool { return woken })
+		for range 10 {
+			tk.Charge(2 * Millisecond)
+			tk.CondResched()
+		}
+		workDone = tk.Now()
+	})
+	e.Go("hog", 0, false, func(tk *Task) {
+		tk.SetMode(ModeUser)
+		for range 40 {
+			tk.Charge(Millisecond)
+			hogRuns = append(hogRuns, tk.Now())
+		}
+	})
+	e.At(Millisecond+Microsecond, func() { woken = true; wq.WakeAll() })
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	back := Time(-1)
+	for _, r := range hogRuns {
+		if r > 2*Millisecond {
+			back = r
+			break
+		}
+	}
+	if workDone <= 21*Millisecond {
+		t.Errorf("the work was done at %v: it kept the CPU for all its 20 ms", workDone)
+	}
+	if back < 0 || back > 6*Millisecond {
+		t.Errorf("the hog first ran again at %v after the wakeup at 1ms; want within a few ticks (the worker's slice, then its cond_resched)", back)
+	}
+}
