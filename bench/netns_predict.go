@@ -46,7 +46,11 @@ type NetnsPredictSpec struct {
 	Netlink nlbackend.Options
 	// Progress, when set, is told what runs.
 	Progress func(what string)
+
+	warnings []string
 }
+
+func (p *NetnsPredictSpec) warn(s string) { p.warnings = append(p.warnings, s) }
 
 // NetnsSimRow is one cell's emulated times: medians over the runs, on the
 // clock of the command (virtual nanoseconds since it started).
@@ -197,22 +201,30 @@ func PredictNetns(ctx context.Context, p NetnsPredictSpec) (*NetnsPrediction, er
 		return nil, err
 	}
 	pr.Kind = kind
+	pr.Warnings = append(pr.Warnings, p.warnings...)
 	pr.LoadAvg = append(pr.LoadAvg, calibrate.LoadAvg())
 	for _, s := range sim {
 		k := netnsKey{s.Namespaces, s.Veth, s.Style}
 		runs := real[k]
 		row := NetnsPredictRow{Namespaces: s.Namespaces, Links: s.Links, Veth: s.Veth, LoUp: s.LoUp, Style: s.Style, Predicted: s}
 		var ret, gone, done []int64
-		var cleanups int
+		var cleanups, counted int
 		for _, t := range runs {
 			ret = append(ret, t.ReturnedNS)
-			gone = append(gone, deref(t.GoneNS))
-			done = append(done, deref(t.DoneNS))
-			cleanups += derefInt(t.Batches)
+			if t.GoneNS != nil {
+				gone = append(gone, *t.GoneNS)
+			}
+			if t.DoneNS != nil {
+				done = append(done, *t.DoneNS)
+			}
+			if t.Batches != nil {
+				cleanups += *t.Batches
+				counted++
+			}
 		}
 		row.MeasuredRuns = done
 		row.MeasuredReturnedNS, row.MeasuredGoneNS, row.MeasuredDoneNS = Summarize(ret).Median, Summarize(gone).Median, Summarize(done).Median
-		row.MeasuredCleanups = float64(cleanups) / float64(max(1, len(runs)))
+		row.MeasuredCleanups = float64(cleanups) / float64(max(1, counted))
 		rel := func(e, m int64) float64 {
 			if m <= 0 {
 				return 0
@@ -222,6 +234,8 @@ func PredictNetns(ctx context.Context, p NetnsPredictSpec) (*NetnsPrediction, er
 		row.Error, row.GoneError = rel(s.DoneNS, row.MeasuredDoneNS), rel(s.GoneNS, row.MeasuredGoneNS)
 		if s.OK > 0 && row.MeasuredDoneNS > 0 && math.Abs(row.Error) <= NetnsPredictLimit {
 			pr.Within++
+		} else if row.MeasuredDoneNS == 0 {
+			pr.Warnings = append(pr.Warnings, fmt.Sprintf("N=%d %s %s: the real cleanup's end was observed in no run: not compared", s.Namespaces, vethWord(s.Veth), s.Style))
 		} else {
 			pr.Warnings = append(pr.Warnings, fmt.Sprintf("N=%d %s %s: the cleanup-done prediction is off by %+.0f%% (more than %.0f%%)",
 				s.Namespaces, vethWord(s.Veth), s.Style, 100*row.Error, 100*NetnsPredictLimit))
@@ -285,8 +299,14 @@ func (p *NetnsPredictSpec) measureNetns(ctx context.Context) (map[netnsKey][]nds
 					if err != nil {
 						return nil, "", fmt.Errorf("real netns del of %d (%s): %w", n, style, err)
 					}
-					if d.Netns == nil || d.Netns.DoneNS == nil || d.Netns.GoneNS == nil {
-						return nil, "", fmt.Errorf("real netns del of %d (%s): the devices' end or the cleanup's end was not observed", n, style)
+					if d.Netns == nil {
+						return nil, "", fmt.Errorf("real netns del of %d (%s): no times reported", n, style)
+					}
+					if d.Netns.DoneNS == nil || d.Netns.GoneNS == nil {
+						// Kept: the times it has still count; the row says
+						// what this run could not observe, and why.
+						why := strings.Join(d.Notes, "; ")
+						p.warn(fmt.Sprintf("N=%d %s %s, run %d: the devices' end or the cleanup's end was not observed (%s)", n, vethWord(veth), style, run+1, why))
 					}
 					out[netnsKey{n, veth, style}] = append(out[netnsKey{n, veth, style}], *d.Netns)
 				}
@@ -320,9 +340,11 @@ func (pr *NetnsPrediction) WriteTable(w io.Writer) error {
 		if r.Veth {
 			v = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%+.1f%%\t%s\t%s\t%+.1f%%\t%.1f\t%.1f\t\n", r.Namespaces, v, r.Style,
-			FormatDuration(float64(r.MeasuredReturnedNS)), FormatDuration(float64(r.Predicted.ReturnedNS)), FormatDuration(float64(r.MeasuredGoneNS)), FormatDuration(float64(r.Predicted.GoneNS)), 100*r.GoneError,
-			FormatDuration(float64(r.MeasuredDoneNS)), FormatDuration(float64(r.Predicted.DoneNS)), 100*r.Error, r.MeasuredCleanups, r.Predicted.CleanupRuns)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", r.Namespaces, v, r.Style,
+			FormatDuration(float64(r.MeasuredReturnedNS)), FormatDuration(float64(r.Predicted.ReturnedNS)),
+			measured(r.MeasuredGoneNS), FormatDuration(float64(r.Predicted.GoneNS)), errText(r.MeasuredGoneNS, r.GoneError),
+			measured(r.MeasuredDoneNS), FormatDuration(float64(r.Predicted.DoneNS)), errText(r.MeasuredDoneNS, r.Error),
+			r.MeasuredCleanups, r.Predicted.CleanupRuns)
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "within %.0f%% (cleanup done): %d of %d cells\n", 100*pr.Limit, pr.Within, len(pr.Rows))
@@ -334,4 +356,20 @@ func (pr *NetnsPrediction) WriteTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// measured prints a real time, n/a where no run observed it.
+func measured(ns int64) string {
+	if ns <= 0 {
+		return "n/a"
+	}
+	return FormatDuration(float64(ns))
+}
+
+// errText prints a relative error, n/a where the real time is unknown.
+func errText(m int64, e float64) string {
+	if m <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*e)
 }
