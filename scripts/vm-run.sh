@@ -32,18 +32,24 @@
 #   --fetch-only        only fetch/unpack the kernel into the cache (with --module: the
 #                       headers too, and build the module); print what was found, with
 #                       the preemption models the kernel boots (preempt_models=) and the
-#                       one it boots without preempt= (preempt_boot=)
+#                       one it boots without preempt= (preempt_boot=), and veth.ko
+#                       (veth=PATH, veth=builtin, or veth=none and veth_why=REASON)
 #
-# The guest is a minimal initramfs: busybox (static), dummy.ko, a static ndst built
-# from this repo (CGO_ENABLED=0 ./cmd/ndst) and an /init that loads dummy.ko (and
-# ndst.ko with --module), runs each command as "ndst --backend netlink ARGS..." (a
-# later --backend in ARGS wins, e.g. --backend module) and powers off. Kernels,
+# The guest is a minimal initramfs: busybox (static), dummy.ko, veth.ko when the
+# kernel has it as a module, a static ndst built from this repo (CGO_ENABLED=0
+# ./cmd/ndst) and an /init that loads dummy.ko, veth.ko (and ndst.ko with
+# --module), runs each command as "ndst --backend netlink ARGS..." (a later
+# --backend in ARGS wins, e.g. --backend module) and powers off. veth is optional:
+# a kernel with CONFIG_VETH=y needs no module, and a kernel with neither boots
+# without veth pairs (the module line and a note on stderr say why). Kernels,
 # headers and built modules are cached in
-# ${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}.
+# ${NDST_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ndst/vm}; a kernel cached by an
+# older rig, without veth.ko, is completed from its package (fetched again).
 #
 # Output (stdout) is line-based; every line the rig adds starts with "@@ndst-vm ":
 #   @@ndst-vm host accel=tcg cpus=1 preempt=none release=6.1.0-57-amd64 hz=250 load1=0.12 kernel=...
 #   @@ndst-vm module dummy loaded
+#   @@ndst-vm module veth loaded                     (or: veth built in; veth absent: REASON)
 #   @@ndst-vm module ndst loaded                     (with --module)
 #   @@ndst-vm guest release=6.1.0-57-amd64 cpus=1 preempt=none uptime=2.14
 #                       (preempt: /sys/kernel/debug/sched/preempt, else rt from
@@ -326,10 +332,31 @@ bzimage_release() {
 	dd if="$f" bs=1 skip=$((off + 512)) count=128 2>/dev/null | tr '\0' '\n' | head -n1 | cut -d' ' -f1
 }
 
-# builtin_dummy CONFIG: whether the kernel config has the dummy driver built in.
-builtin_dummy() { [[ -f $1 ]] && grep -qx 'CONFIG_DUMMY=y' "$1"; }
+# builtin_config CONFIG SYMBOL: whether the kernel config has CONFIG_SYMBOL=y.
+builtin_config() { [[ -f $1 ]] && grep -qx "CONFIG_$2=y" "$1"; }
 
-# install_module SRC DEST: copy dummy.ko, decompressing .xz/.zst/.gz.
+# builtin_dummy CONFIG: whether the kernel config has the dummy driver built in.
+builtin_dummy() { builtin_config "$1" DUMMY; }
+
+# The drivers the rig stages beside dummy.ko when the kernel has them as
+# modules (veth: the namespace benchmarks' veth pairs; a kernel may build it
+# in, or lack it, and then the guest says so). A cached kernel folder lists
+# in its file 'staged' the modules its unpack looked for; a folder staged
+# before a module joined this list lacks the module and is completed from
+# the package (staged_complete, unpack_deb).
+readonly OPT_MODULES="veth"
+
+# staged_complete DIR: whether the cached kernel folder DIR was staged with
+# every module the rig looks for.
+staged_complete() {
+	local m
+	[[ -f $1/release && -f $1/staged ]] || return 1
+	for m in dummy $OPT_MODULES; do
+		grep -qw "$m" "$1/staged" || return 1
+	done
+}
+
+# install_module SRC DEST: copy a module (dummy.ko, veth.ko), decompressing .xz/.zst/.gz.
 install_module() {
 	case $1 in
 	*.ko) cp "$1" "$2" ;;
@@ -340,18 +367,25 @@ install_module() {
 	esac
 }
 
-# unpack_deb DEB DEST: put vmlinuz, config, dummy.ko and release into DEST.
+# unpack_deb DEB DEST: put vmlinuz, config, dummy.ko, the optional modules
+# the kernel has (veth.ko) and release into DEST. A DEST staged before (by an
+# older rig: no 'staged' list, or a shorter one) only gets the files it
+# lacks, each moved in whole, so that a rig booting its vmlinuz meanwhile
+# is not disturbed.
 unpack_deb() {
-	local deb=$1 dest=$2 x rel vmlinuz cfg mod
+	local deb=$1 dest=$2 x rel vmlinuz cfg mod m
 	mk_tmp x
 	dpkg-deb --info "$deb" >/dev/null 2>&1 || {
 		rm -rf "$x"
 		die $EXIT_KERNEL "$deb is not a Debian package"
 	}
-	# Only the three files the rig needs; a full dpkg -x writes ~400 MB.
+	# Only the files the rig needs; a full dpkg -x writes ~400 MB.
+	local pats=('./boot/vmlinuz-*' './boot/config-*' '*/drivers/net/dummy.ko*')
+	for m in $OPT_MODULES; do
+		pats+=("*/drivers/net/$m.ko*")
+	done
 	set +o pipefail
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" --wildcards \
-		'./boot/vmlinuz-*' './boot/config-*' '*/drivers/net/dummy.ko*' 2>/dev/null || true
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" --wildcards "${pats[@]}" 2>/dev/null || true
 	set -o pipefail
 	vmlinuz=$(find "$x/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1) || true
 	if [[ -z $vmlinuz ]]; then
@@ -372,17 +406,36 @@ unpack_deb() {
 		rm -rf "$x" "$stage"
 		die $EXIT_KERNEL "kernel $rel in $deb has no dummy.ko (and no CONFIG_DUMMY=y): it cannot make dummy links"
 	fi
+	for m in $OPT_MODULES; do
+		mod=$(find "$x" -path "*/modules/$rel/*" -name "$m.ko*" 2>/dev/null | head -n1) || true
+		if [[ -n $mod ]] && ! install_module "$mod" "$stage/$m.ko"; then
+			rm -rf "$x" "$stage"
+			die $EXIT_KERNEL "cannot unpack $m.ko from $deb"
+		fi
+	done
 	echo "$rel" >"$stage/release"
 	echo "$deb" >"$stage/source"
+	echo "dummy $OPT_MODULES" >"$stage/staged"
 	rm -rf "$x"
+	if [[ -f $dest/release && $(cat "$dest/release") == "$rel" ]]; then
+		local f
+		for f in "$stage"/*.ko; do
+			[[ ! -f $f || -e $dest/${f##*/} ]] || mv "$f" "$dest/"
+		done
+		mv "$stage/staged" "$dest/staged"
+		rm -rf "$stage"
+		return
+	fi
 	rm -rf "$dest"
 	mv "$stage" "$dest"
 }
 
 # Sets k_dir (folder with vmlinuz, release, maybe dummy.ko and config) or
 # k_vmlinuz/k_module/k_release for a bare vmlinuz. k_pkg/k_ver name the Debian
-# kernel package when there is one (for its headers).
-k_vmlinuz="" k_module="" k_release="" k_config="" k_source="" k_pkg="" k_ver=""
+# kernel package when there is one (for its headers). k_veth is veth.ko (""
+# when the kernel has none; see veth_state); k_stale says why a cached
+# folder staged before veth.ko was could not be completed.
+k_vmlinuz="" k_module="" k_release="" k_config="" k_source="" k_pkg="" k_ver="" k_veth="" k_stale=""
 
 kernel_from_dir() {
 	k_vmlinuz=$1/vmlinuz
@@ -390,8 +443,32 @@ kernel_from_dir() {
 	k_source=$(cat "$1/source" 2>/dev/null || echo "$1")
 	k_module=""
 	[[ ! -f $1/dummy.ko ]] || k_module=$1/dummy.ko
+	k_veth=""
+	[[ ! -f $1/veth.ko ]] || k_veth=$1/veth.ko
 	k_config=""
 	[[ ! -f $1/config ]] || k_config=$1/config
+}
+
+# veth_state: what the guest has for veth pairs: "module" (k_veth is
+# loaded), "builtin" (CONFIG_VETH=y), or "none" with the reason in
+# k_veth_why.
+k_veth_state="" k_veth_why=""
+veth_state() {
+	k_veth_why=""
+	if [[ -n $k_veth ]]; then
+		k_veth_state=module
+	elif builtin_config "$k_config" VETH; then
+		k_veth_state=builtin
+	else
+		k_veth_state=none
+		if [[ -n $k_stale ]]; then
+			k_veth_why="the cached kernel folder was staged without veth.ko and could not be completed ($k_stale)"
+		elif [[ -z $k_config ]]; then
+			k_veth_why="kernel $k_release has no veth.ko beside it and no config to say whether CONFIG_VETH=y"
+		else
+			k_veth_why="kernel $k_release has no veth.ko and its config has no CONFIG_VETH=y"
+		fi
+	fi
 }
 
 # apt_download DIR PKG=VER...: apt-get download into DIR (bounded, as root
@@ -444,6 +521,7 @@ fetch_registry() {
 		dir=$(cached_flavour "$name") || true
 		if [[ -n $dir && -f $dir/release ]]; then
 			note "apt does not know $name; using the cached ${dir##*/}"
+			staged_complete "$dir" || k_stale="apt does not know $name"
 			kernel_from_dir "$dir"
 			return
 		fi
@@ -455,33 +533,57 @@ fetch_registry() {
 	dir=$cache/kernels/$key
 	k_pkg=$pkg
 	k_ver=$ver
-	if [[ ! -f $dir/release ]]; then
+	if ! staged_complete "$dir"; then
+		# Not cached, or cached before the rig staged every module it looks
+		# for (veth.ko): the package is fetched again and what is missing
+		# is added. A cached kernel stays usable without it when the
+		# registry cannot be reached.
 		mk_tmp tmp
 		local why
+		[[ ! -f $dir/release ]] || note "the cached $key was staged without ${OPT_MODULES// /, }.ko; fetching the package again to add it"
 		if ! why=$(apt_download "$tmp" "$pkg=$ver"); then
 			rm -rf "$tmp"
-			die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? ($why)"
+			[[ -f $dir/release ]] || die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? ($why)"
+			k_stale="cannot download $pkg $ver: $why"
+			note "$k_stale; using the cached kernel as it is"
+		else
+			local deb
+			deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1) || true
+			[[ -n $deb ]] || die $EXIT_KERNEL "apt-get download $pkg left no .deb"
+			mkdir -p "$cache/kernels"
+			unpack_deb "$deb" "$dir"
+			echo "$pkg $ver (Debian)" >"$dir/source.tmp"
+			mv "$dir/source.tmp" "$dir/source"
+			rm -rf "$tmp"
 		fi
-		local deb
-		deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1) || true
-		[[ -n $deb ]] || die $EXIT_KERNEL "apt-get download $pkg left no .deb"
-		mkdir -p "$cache/kernels"
-		unpack_deb "$deb" "$dir"
-		echo "$pkg $ver (Debian)" >"$dir/source"
-		rm -rf "$tmp"
 	fi
 	kernel_from_dir "$dir"
 }
 
+# module_beside DIR RELEASE NAME: NAME.ko (or .ko.xz/.zst/.gz) beside a bare
+# vmlinuz in DIR, or under lib/modules/RELEASE next to it or on this host.
+module_beside() {
+	local dir=$1 rel=$2 name=$3 base mod
+	for base in "$dir" "$dir/../lib/modules/$rel/kernel/drivers/net" "$dir/../usr/lib/modules/$rel/kernel/drivers/net" \
+		"/lib/modules/$rel/kernel/drivers/net"; do
+		for mod in "$base/$name.ko" "$base/$name.ko.xz" "$base/$name.ko.zst" "$base/$name.ko.gz"; do
+			if [[ -f $mod ]]; then
+				echo "$mod"
+				return
+			fi
+		done
+	done
+}
+
 fetch_file() {
-	local f rel dir base mod sum
+	local f rel dir sum
 	f=$(realpath "$kernel")
 	if dpkg-deb --info "$f" >/dev/null 2>&1; then
 		k_pkg=$(dpkg-deb -f "$f" Package 2>/dev/null) || true
 		k_ver=$(dpkg-deb -f "$f" Version 2>/dev/null) || true
 		sum=$(sha256sum "$f" | cut -c1-16)
 		dir=$cache/kernels/deb-$sum
-		if [[ ! -f $dir/release ]]; then
+		if ! staged_complete "$dir"; then
 			mkdir -p "$cache/kernels"
 			unpack_deb "$f" "$dir"
 		fi
@@ -501,16 +603,8 @@ fetch_file() {
 			break
 		fi
 	done
-	k_module=""
-	for base in "$dir" "$dir/../lib/modules/$rel/kernel/drivers/net" "$dir/../usr/lib/modules/$rel/kernel/drivers/net" \
-		"/lib/modules/$rel/kernel/drivers/net"; do
-		for mod in "$base"/dummy.ko "$base"/dummy.ko.xz "$base"/dummy.ko.zst "$base"/dummy.ko.gz; do
-			if [[ -f $mod ]]; then
-				k_module=$mod
-				break 2
-			fi
-		done
-	done
+	k_module=$(module_beside "$dir" "$rel" dummy)
+	k_veth=$(module_beside "$dir" "$rel" veth)
 	if [[ -z $k_module ]] && ! builtin_dummy "$k_config"; then
 		die $EXIT_KERNEL "kernel $rel ($kernel) has no dummy.ko beside it or under lib/modules/$rel, and its config (${k_config:-not found}) has no CONFIG_DUMMY=y: it cannot make dummy links"
 	fi
@@ -639,6 +733,7 @@ if ((module)); then
 fi
 flock -u 9
 exec 9>&-
+veth_state
 
 hz=""
 if [[ -n $k_config ]]; then
@@ -685,6 +780,11 @@ if ((fetch_only)); then
 	echo "release=$k_release"
 	echo "vmlinuz=$k_vmlinuz"
 	echo "module=${k_module:-builtin}"
+	case $k_veth_state in
+	module) echo "veth=$k_veth" ;;
+	builtin) echo "veth=builtin" ;;
+	*) echo "veth=none" && echo "veth_why=$k_veth_why" ;;
+	esac
 	echo "config=$k_config"
 	echo "hz=$hz"
 	echo "preempt_models=$k_models"
@@ -707,6 +807,17 @@ if [[ -n $k_module ]]; then
 	install_module "$k_module" "$root/lib/modules/dummy.ko" ||
 		die $EXIT_KERNEL "cannot unpack $k_module"
 fi
+case $k_veth_state in
+module)
+	install_module "$k_veth" "$root/lib/modules/veth.ko" ||
+		die $EXIT_KERNEL "cannot unpack $k_veth"
+	;;
+builtin) : >"$root/lib/modules/veth.builtin" ;;
+*)
+	note "no veth in the guest: $k_veth_why; veth pairs cannot be made there"
+	echo "$k_veth_why" >"$root/lib/modules/veth.why"
+	;;
+esac
 if ((module)); then
 	cp "$k_ndst_ko" "$root/lib/modules/ndst.ko"
 fi
@@ -770,6 +881,18 @@ if [ -f /lib/modules/dummy.ko ]; then
 	fi
 fi
 if [ -d /sys/module/dummy ]; then say "module dummy loaded"; else say "fault module dummy not present after loading"; off; fi
+# veth is optional: a guest without it runs, and says why it has none.
+if [ -f /lib/modules/veth.ko ]; then
+	if out=$(insmod /lib/modules/veth.ko 2>&1); then
+		say "module veth loaded"
+	else
+		say "module veth absent: insmod veth.ko failed: $(echo $out | tr '\n' ' ')"
+	fi
+elif [ -f /lib/modules/veth.builtin ]; then
+	say "module veth built in"
+else
+	say "module veth absent: $(cat /lib/modules/veth.why 2>/dev/null)"
+fi
 if [ -f /lib/modules/ndst.ko ]; then
 	if ! out=$(insmod /lib/modules/ndst.ko 2>&1); then
 		say "fault module insmod ndst.ko failed: $(echo $out | tr '\n' ' ')"

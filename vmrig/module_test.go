@@ -71,8 +71,8 @@ func TestVMModule(t *testing.T) {
 		cmds[i] = []string{s}
 	}
 	boot := mustBoot(t, "module", cfg, cmds)
-	if len(boot.Modules) != 2 || boot.Modules[1] != "ndst loaded" {
-		t.Fatalf("module lines = %q, want dummy and ndst loaded", boot.Modules)
+	if boot.Module != "dummy loaded" || boot.ModuleState("ndst") != "loaded" {
+		t.Fatalf("module lines = %q, want dummy loaded first and ndst loaded", boot.Modules)
 	}
 	step := func(i int) CommandResult {
 		t.Helper()

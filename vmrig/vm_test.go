@@ -240,3 +240,95 @@ func TestVMBadModule(t *testing.T) {
 		t.Errorf("after Run: processes left running: %q, want none", left)
 	}
 }
+
+// netnsResult decodes a guest command's ndst result; it fails the test on
+// a non-zero exit or an undecodable output.
+func netnsResult(t *testing.T, c CommandResult) ndst.Result {
+	t.Helper()
+	if c.Exit != 0 {
+		t.Fatalf("guest command %d (%s) exit = %d, want 0; stdout %q, stderr %q", c.Index, c.Args, c.Exit, c.Stdout, c.Stderr)
+	}
+	var r ndst.Result
+	if err := json.Unmarshal([]byte(c.Stdout), &r); err != nil {
+		t.Fatalf("guest command %d (%s): cannot decode %q: %v", c.Index, c.Args, c.Stdout, err)
+	}
+	if r.Result != ndst.ResultOK {
+		t.Errorf("guest command %d (%s) result = %q (%s), want ok", c.Index, c.Args, r.Result, r.Error)
+	}
+	return r
+}
+
+// TestVMVeth boots the stock kernel (1 CPU) and checks that the guest makes
+// veth pairs: the rig loads the kernel's veth.ko, and ndst's netlink backend
+// adds namespaces with lo up and a veth pair each (the outer end in ndst's
+// namespace) and deletes them, all at once and one at a time, seeing the
+// devices gone and the cleanup done.
+func TestVMVeth(t *testing.T) {
+	cfg := needVM(t)
+	if fetchKernel.Veth == "none" {
+		t.Skipf("kernel %s has no veth: %s", fetchKernel.Release, fetchKernel.VethWhy)
+	}
+	cfg.CPUs, cfg.Preempt, cfg.Timeout = 1, "none", 150*time.Second
+	boot := mustBoot(t, "veth", cfg, [][]string{
+		{"--json", "netns", "add", "5", "--veth", "--lo-up"},
+		{"--json", "netns", "del", "1", "5"},
+		{"--json", "netns", "add", "3", "--veth", "--lo-up"},
+		{"--json", "netns", "del", "1", "3", "--one-at-a-time"},
+	})
+	want := "loaded"
+	if fetchKernel.Veth == "builtin" {
+		want = "built in"
+	}
+	if got := boot.ModuleState("veth"); got != want {
+		t.Errorf("guest's veth module line = %q, want %q (fetch found %q)", got, want, fetchKernel.Veth)
+	}
+	for i, n := range []int{5, 3} {
+		add := netnsResult(t, boot.Commands[2*i])
+		if add.Counters["namespaces_created"] != int64(n) || add.Counters["veth_pairs"] != int64(n) {
+			t.Errorf("guest command %d (%s) counters = %v, want %d namespaces and %d veth pairs", 2*i+1, boot.Commands[2*i].Args, add.Counters, n, n)
+		}
+		del := netnsResult(t, boot.Commands[2*i+1])
+		style := []string{ndst.StyleAllAtOnce, ndst.StyleOneAtATime}[i]
+		if nt := del.Netns; nt == nil || nt.Namespaces != n || nt.Style != style || nt.GoneNS == nil || nt.DoneNS == nil || *nt.DoneNS < *nt.GoneNS {
+			t.Errorf("guest command %d (%s) netns times = %+v, want %d namespaces deleted %s with their devices' end and the cleanup's end seen", 2*i+2, boot.Commands[2*i+1].Args, nt, n, style)
+		}
+	}
+}
+
+// TestVMNoVeth boots the stock kernel as a bare vmlinuz with dummy.ko beside
+// it and neither veth.ko nor a config: the guest must say it has no veth and
+// why, run what needs no veth, and fail the veth namespaces with an error
+// that names the veth pair, the rig itself succeeding.
+func TestVMNoVeth(t *testing.T) {
+	cfg := needVM(t)
+	if fetchKernel.Module == "builtin" {
+		t.Skip("the stock kernel has dummy built in; this test stages dummy.ko beside a bare vmlinuz")
+	}
+	dir := t.TempDir()
+	for src, dst := range map[string]string{fetchKernel.Vmlinuz: "vmlinuz", fetchKernel.Module: "dummy.ko"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.Kernel = filepath.Join(dir, "vmlinuz")
+	cfg.CPUs, cfg.Preempt, cfg.Timeout = 1, "none", 120*time.Second
+	cfg.Env = []string{"TMPDIR=" + dir}
+	boot := mustBoot(t, "no veth", cfg, [][]string{
+		{"--json", "netns", "add", "2", "--lo-up"},
+		{"--json", "netns", "add", "1", "--veth", "--lo-up"},
+	})
+	if got := boot.ModuleState("veth"); !strings.HasPrefix(got, "absent: ") || !strings.Contains(got, "no veth.ko") {
+		t.Errorf("guest's veth module line = %q, want absent with the reason", got)
+	}
+	netnsResult(t, boot.Commands[0])
+	if c := boot.Commands[1]; c.Exit == 0 || !strings.Contains(c.Stdout+c.Stderr, "veth") {
+		t.Errorf("guest command 2 (%s) exit = %d, stdout %q, stderr %q; want a failure naming the veth pair", c.Args, c.Exit, c.Stdout, c.Stderr)
+	}
+	if left := ownProcesses(t, dir); len(left) > 0 {
+		t.Errorf("after Run: processes left running: %q, want none", left)
+	}
+}

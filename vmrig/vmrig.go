@@ -1,8 +1,9 @@
 // Package vmrig runs ndst inside a stock Debian kernel booted under qemu and
 // reads back what each command printed. It drives scripts/vm-run.sh, the one
 // implementation of the rig (kernel fetch into a cache, initramfs with a
-// static busybox, dummy.ko and a static ndst, optionally the ndst kernel
-// module built against the kernel's own headers, the boot itself), and parses
+// static busybox, dummy.ko, veth.ko where the kernel has it as a module, and
+// a static ndst, optionally the ndst kernel module built against the
+// kernel's own headers, the boot itself), and parses
 // the script's delimited output into a Boot record, with the kernel log lines
 // each command caused and, on request, the guest's whole kernel log.
 //
@@ -133,8 +134,8 @@ type Boot struct {
 	Guest map[string]string
 	// Module is the first module line ("dummy loaded").
 	Module string
-	// Modules are all the module lines, in order ("dummy loaded", "ndst
-	// loaded").
+	// Modules are all the module lines, in order ("dummy loaded", "veth
+	// loaded", "ndst loaded"); see ModuleState.
 	Modules []string
 	// Commands are the guest commands in the order they ran.
 	Commands []CommandResult
@@ -145,6 +146,19 @@ type Boot struct {
 	// KernelLog is the guest's whole kernel log (dmesg lines), read after
 	// the last command; only with Config.Dmesg.
 	KernelLog []string
+}
+
+// ModuleState is what the guest said of the module name: "loaded", "built
+// in" (veth in a kernel with CONFIG_VETH=y), "absent: REASON" (veth in a
+// kernel without it, or whose veth.ko did not load), or "" when the guest
+// did not mention it.
+func (b *Boot) ModuleState(name string) string {
+	for _, m := range b.Modules {
+		if rest, ok := strings.CutPrefix(m, name+" "); ok {
+			return rest
+		}
+	}
+	return ""
 }
 
 // Wall is the host's wall time of the boot (qemu start to exit).
@@ -433,6 +447,11 @@ type Kernel struct {
 	Release string // e.g. 6.1.0-57-amd64
 	Vmlinuz string
 	Module  string // dummy.ko, or "builtin"
+	// Veth is veth.ko, "builtin" (CONFIG_VETH=y) or "none"; VethWhy says
+	// why a kernel has none (no veth.ko and no CONFIG_VETH=y, or a cached
+	// kernel staged without it that could not be completed).
+	Veth    string
+	VethWhy string
 	Config  string // the kernel config, "" when unknown
 	HZ      int    // 0 when unknown
 	Source  string // package and version, or the file given
@@ -463,8 +482,8 @@ func Fetch(ctx context.Context, cfg Config) (*Kernel, error) {
 			kv[k] = v
 		}
 	}
-	k := &Kernel{Release: kv["release"], Vmlinuz: kv["vmlinuz"], Module: kv["module"], Config: kv["config"], Source: kv["source"],
-		Headers: kv["headers"], NdstKo: kv["ndst_ko"]}
+	k := &Kernel{Release: kv["release"], Vmlinuz: kv["vmlinuz"], Module: kv["module"], Veth: kv["veth"], VethWhy: kv["veth_why"],
+		Config: kv["config"], Source: kv["source"], Headers: kv["headers"], NdstKo: kv["ndst_ko"]}
 	k.HZ, _ = strconv.Atoi(kv["hz"])
 	if m := kv["preempt_models"]; m != "" {
 		k.PreemptModels = strings.Split(m, ",")

@@ -15,6 +15,7 @@ import (
 
 const goodOutput = `@@ndst-vm host accel=tcg cpus=2 preempt=full release=6.1.0-57-amd64 hz=250 kernel=linux-image-6.1.0-57-amd64 6.1.192-3 (Debian)
 @@ndst-vm module dummy loaded
+@@ndst-vm module veth loaded
 @@ndst-vm module ndst loaded
 @@ndst-vm guest release=6.1.0-57-amd64 cpus=2 preempt=full uptime=1.91
 @@ndst-vm begin 1 add 3
@@ -46,7 +47,7 @@ func TestParse(t *testing.T) {
 			"kernel": "linux-image-6.1.0-57-amd64 6.1.192-3 (Debian)", "wall_ms": "5732"},
 		Guest:   map[string]string{"release": "6.1.0-57-amd64", "cpus": "2", "preempt": "full", "uptime": "1.91"},
 		Module:  "dummy loaded",
-		Modules: []string{"dummy loaded", "ndst loaded"},
+		Modules: []string{"dummy loaded", "veth loaded", "ndst loaded"},
 		Commands: []CommandResult{
 			{Index: 1, Args: "add 3", Stdout: "added 3\nsecond line\n", Exit: 0, Seconds: 0.25, KernelLog: []string{
 				"[    3.418662] unregister_netdevice: waiting for ndst1 to become free. Usage count = 2",
@@ -62,6 +63,24 @@ func TestParse(t *testing.T) {
 	}
 	if got := b.Wall(); got != 5732*time.Millisecond {
 		t.Errorf("Boot.Wall() = %v, want 5.732s", got)
+	}
+}
+
+func TestModuleState(t *testing.T) {
+	b, err := Parse(strings.NewReader("@@ndst-vm module dummy loaded\n@@ndst-vm module veth absent: kernel 9.9 has no veth.ko and its config has no CONFIG_VETH=y\n@@ndst-vm module vethx loaded\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"dummy": "loaded",
+		"veth":  "absent: kernel 9.9 has no veth.ko and its config has no CONFIG_VETH=y",
+		"vethx": "loaded",
+		"ndst":  "",
+		"veth:": "",
+	} {
+		if got := b.ModuleState(name); got != want {
+			t.Errorf("ModuleState(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 
@@ -331,6 +350,9 @@ func TestVMRunBadInput(t *testing.T) {
 	if err != nil || k.Module != "builtin" || k.HZ != 1000 || k.Release != "9.9.9-builtin" || k.PreemptModels != nil || k.PreemptBoot != "" {
 		t.Errorf("Fetch(builtin) = %+v, %v; want module builtin, HZ 1000, release 9.9.9-builtin, no preemption models (its config names none)", k, err)
 	}
+	if err == nil && (k.Veth != "none" || !strings.Contains(k.VethWhy, "no veth.ko and its config has no CONFIG_VETH=y")) {
+		t.Errorf("Fetch(builtin) veth = %q (%q), want none: no veth.ko and no CONFIG_VETH=y", k.Veth, k.VethWhy)
+	}
 	// The preemption models each kernel boots.
 	for name, want := range map[string]struct {
 		models []string
@@ -359,5 +381,106 @@ func TestSkippable(t *testing.T) {
 		if got := Skippable(tc.err); got != tc.want {
 			t.Errorf("Skippable(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestVMRunVethStaging checks, without qemu, where the rig finds veth.ko:
+// beside a bare vmlinuz, built in (CONFIG_VETH=y), absent, and in a kernel
+// package, including a package cached by an older rig without veth.ko,
+// which is completed in place (its vmlinuz untouched).
+func TestVMRunVethStaging(t *testing.T) {
+	script, err := FindScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	env := []string{"NDST_VM_CACHE=" + cache, "TMPDIR=" + dir}
+	fetch := func(kernel string) *Kernel {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		k, err := Fetch(ctx, Config{Script: script, Kernel: kernel, Env: env})
+		if err != nil {
+			t.Fatalf("Fetch(%s) error = %v", kernel, err)
+		}
+		return k
+	}
+	bare := func(name, config string, modules ...string) string {
+		t.Helper()
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(d, "vmlinuz")
+		fakeBzImage(t, p, "9.9.9-"+name)
+		if config != "" {
+			if err := os.WriteFile(filepath.Join(d, "config-9.9.9-"+name), []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range modules {
+			if err := os.WriteFile(filepath.Join(d, m), []byte("fake "+m), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+
+	k := fetch(bare("beside", "CONFIG_DUMMY=m\nCONFIG_VETH=m\n", "dummy.ko", "veth.ko"))
+	if want := filepath.Join(dir, "beside", "veth.ko"); k.Veth != want {
+		t.Errorf("Fetch(vmlinuz with veth.ko beside) veth = %q, want %q", k.Veth, want)
+	}
+	k = fetch(bare("vethy", "CONFIG_DUMMY=y\nCONFIG_VETH=y\n"))
+	if k.Veth != "builtin" || k.VethWhy != "" {
+		t.Errorf("Fetch(CONFIG_VETH=y) veth = %q (%q), want builtin", k.Veth, k.VethWhy)
+	}
+	k = fetch(bare("noconfig", "", "dummy.ko"))
+	if k.Veth != "none" || !strings.Contains(k.VethWhy, "no config to say whether CONFIG_VETH=y") {
+		t.Errorf("Fetch(no veth.ko, no config) veth = %q (%q), want none for want of a config", k.Veth, k.VethWhy)
+	}
+
+	const rel = "9.9.9-vethdeb"
+	mods := "lib/modules/" + rel + "/kernel/drivers/net/"
+	deb := fakeDeb(t, dir, "linux-image-"+rel, map[string]string{
+		"boot/config-" + rel: "CONFIG_HZ=250\nCONFIG_DUMMY=m\nCONFIG_VETH=m\n",
+		mods + "dummy.ko":    "fake dummy",
+		mods + "veth.ko":     "fake veth",
+	})
+	k = fetch(deb)
+	staged := filepath.Dir(k.Vmlinuz)
+	if k.Veth != filepath.Join(staged, "veth.ko") {
+		t.Fatalf("Fetch(deb with veth.ko) veth = %q, want veth.ko in %s", k.Veth, staged)
+	}
+	if b, err := os.ReadFile(k.Veth); err != nil || string(b) != "fake veth" {
+		t.Errorf("staged veth.ko = %q, %v; want the package's", b, err)
+	}
+	// A folder staged before veth.ko was: no veth.ko and no 'staged' list.
+	for _, f := range []string{"veth.ko", "staged"} {
+		if err := os.Remove(filepath.Join(staged, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := os.Stat(k.Vmlinuz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k = fetch(deb)
+	if k.Veth != filepath.Join(staged, "veth.ko") {
+		t.Errorf("Fetch(deb cached without veth.ko) veth = %q, want it completed in %s", k.Veth, staged)
+	}
+	if after, err := os.Stat(k.Vmlinuz); err != nil || !os.SameFile(before, after) {
+		t.Errorf("Fetch(deb cached without veth.ko) replaced the cached vmlinuz (%v); want the folder completed in place", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(staged, "staged")); err != nil || !strings.Contains(string(b), "veth") {
+		t.Errorf("staged list = %q, %v; want it to name veth", b, err)
+	}
+
+	// A package without veth.ko and without CONFIG_VETH=y: none, and the
+	// next fetch does not try again (the folder is complete).
+	deb = fakeDeb(t, dir, "linux-image-9.9.9-noveth", map[string]string{"boot/config-9.9.9-noveth": "CONFIG_HZ=100\nCONFIG_DUMMY=y\n"})
+	k = fetch(deb)
+	if k.Veth != "none" || !strings.Contains(k.VethWhy, "kernel 9.9.9-noveth has no veth.ko and its config has no CONFIG_VETH=y") {
+		t.Errorf("Fetch(deb without veth) veth = %q (%q), want none with the reason", k.Veth, k.VethWhy)
 	}
 }
