@@ -3,6 +3,8 @@
 #
 #   scripts/vm-predict.sh [--cpus N] [--preempt MODE] [--count 100,1000] [--timeout S]
 #                         [--log FILE] [--json] [-- VM-RUN-OPTIONS...]
+#   scripts/vm-predict.sh --netns [--cpus N] [--preempt MODE] [--runs R] [--count 10,100,1000]
+#                         [--timeout S] [--log FILE] [--json] [-- VM-RUN-OPTIONS...]
 #
 # Boots the guest once (scripts/vm-run.sh), calibrates ndst inside it
 # ('ndst calibrate': membarrier grace periods, per-device CPU costs from
@@ -13,52 +15,178 @@
 # model, and prints predicted against measured (--json: ndst's JSON report).
 # The guest's deletes are never a calibration input.
 #
+# --netns predicts namespace teardown instead, all of it inside the guest:
+# 'ndst calibrate -o /tmp/c.json' (its namespace costs from 40 and 200
+# namespaces deleted all at once), then 'ndst predict --netns --costs
+# /tmp/c.json --runs R --count N,...': N namespaces with lo up, without and
+# with a veth pair whose outer end is in predict's throwaway namespace,
+# deleted all at once and one at a time, on the guest's kernel and on the
+# emulated kernel (its virtual time does not depend on the emulation's
+# speed). It prints the guest's table, or its JSON with --json; --runs is
+# the real runs per cell (default 1), --count the namespace counts (1 to
+# 10000, default 10,100,1000). The guest needs veth (vm-run.sh loads the
+# kernel's veth.ko): without it predict --netns cannot time its cells, and
+# the guest's error and the rig's module line (printed here) say why. Under TCG on 2 host cores a default run (Debian 6.1, 2 guest
+# CPUs) took about 6 min: calibrate 1 min, predict 5 min, most of it the
+# 1000 namespaces deleted one at a time (70 to 80 s per cell); --runs R
+# multiplies the real cells' time. --timeout defaults to 1800 s with
+# --netns, and the guest gets 1024 MB (-- --mem MB to change it).
+#
 # --preempt is vm-run.sh's (none, voluntary, full, lazy, rt; default: the
-# rig's), --timeout bounds the boot (default 300 s), --log keeps the guest's
-# transcript. VM-RUN-OPTIONS pick the kernel: --package NAME or --kernel FILE.
-# Exit status: vm-run.sh's when the boot fails, else ndst predict's.
+# rig's), --timeout bounds the boot (default 300 s, 1800 s with --netns),
+# --log keeps the guest's transcript. VM-RUN-OPTIONS pick the kernel:
+# --package NAME or --kernel FILE.
+# Exit status: 2 usage; vm-run.sh's when the boot fails (3 a host tool is
+# missing, 4 no usable kernel, 5 the guest did not finish); else ndst
+# predict's (with --netns: the guest's calibrate's when it failed, else the
+# guest's predict's).
 set -euo pipefail
 # Paths on the command line are the caller's; the rig and ndst are found
 # from here.
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-cpus=1 preempt="" counts=100,1000 timeout=300 log="" json=0 vmargs=()
+usage() {
+  echo "vm-predict.sh: $*  (see: $0 --help)" >&2
+  exit 2
+}
+note() { echo "vm-predict: $*" >&2; }
+
+cpus=1 preempt="" counts="" timeout="" log="" json=0 netns=0 runs="" vmargs=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --cpus) cpus="${2:?--cpus needs a number}"; shift ;;
-    --preempt) preempt="${2:?--preempt needs a model}"; shift ;;
-    --count) counts="${2:?--count needs a list}"; shift ;;
-    --timeout) timeout="${2:?--timeout needs seconds}"; shift ;;
-    --log) log="${2:?--log needs a file}"; shift ;;
+    --cpus|--preempt|--count|--timeout|--log|--runs)
+      [ $# -ge 2 ] || usage "$1 needs a value"
+      case "$1" in
+        --cpus) cpus=$2 ;;
+        --preempt) preempt=$2 ;;
+        --count) counts=$2 ;;
+        --timeout) timeout=$2 ;;
+        --log) log=$2 ;;
+        --runs) runs=$2 ;;
+      esac
+      shift ;;
     --json) json=1 ;;
+    --netns) netns=1 ;;
     --) shift; vmargs=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-    *) echo "vm-predict.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    *) usage "unknown argument '$1'" ;;
   esac
   shift
 done
-case "$counts" in ''|*[!0-9,]*|,*|*,|*,,*) echo "vm-predict.sh: --count wants numbers separated by commas" >&2; exit 2 ;; esac
+
+# is_int_in V LO HI: V is a decimal integer from LO to HI.
+is_int_in() { [[ $1 =~ ^[1-9][0-9]{0,5}$ ]] && (($1 >= $2 && $1 <= $3)); }
+is_int_in "$cpus" 1 64 || usage "--cpus '$cpus': want an integer from 1 to 64"
+case "$preempt" in ''|none|voluntary|full|lazy|rt) ;; *) usage "--preempt '$preempt': want none, voluntary, full, lazy or rt" ;; esac
+if [ "$netns" = 1 ]; then
+  : "${counts:=10,100,1000}" "${runs:=1}" "${timeout:=1800}"
+  is_int_in "$runs" 1 100 || usage "--runs '$runs': want real runs per cell from 1 to 100"
+  [[ ,$counts, =~ ^,([1-9][0-9]{0,4},)+$ ]] || usage "--count '$counts': want namespace counts from 1 to 10000, separated by commas"
+  IFS=, read -ra ns <<<"$counts"
+  seen=" "
+  for n in "${ns[@]}"; do
+    ((n <= 10000)) || usage "--count '$counts': $n namespaces is more than 10000"
+    [[ $seen != *" $n "* ]] || usage "--count '$counts': $n is listed twice"
+    seen+="$n "
+  done
+else
+  [ -z "$runs" ] || usage "--runs is for --netns (a device prediction runs each cell once)"
+  : "${counts:=100,1000}" "${timeout:=300}"
+  case "$counts" in ''|*[!0-9,]*|,*|*,|*,,*) usage "--count '$counts': want numbers separated by commas" ;; esac
+fi
+is_int_in "$timeout" 1 86400 || usage "--timeout '$timeout': want whole seconds from 1 to 86400"
+if [ -n "$log" ]; then
+  [ -d "$(dirname "$log")" ] || usage "--log '$log': no folder $(dirname "$log")"
+  [ ! -d "$log" ] || usage "--log '$log' is a folder; want a file"
+fi
 
 work=$(mktemp -d)
-trap 'trap "" INT TERM HUP; rm -rf "$work"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+child=""
+cleanup() {
+  local rc=$?
+  trap - EXIT
+  trap "" INT TERM HUP
+  # vm-run.sh's own trap stops its qemu on SIGTERM.
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'note "interrupted; stopping"; exit 130' INT
+trap 'note "stopped by SIGTERM"; exit 143' TERM
+trap 'exit 129' HUP
 [ -n "$log" ] || log="$work/transcript"
 
-cmds=(--json calibrate)
-IFS=, read -ra ns <<<"$counts"
-for n in "${ns[@]}"; do
-  cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647)
-  cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647 --one-by-one)
-done
+# boot ARGS...: vm-run.sh ARGS with its stdout in the transcript, in the
+# background so that a signal reaches the traps at once; returns its status.
+boot() {
+  local rc=0
+  bash "$repo/scripts/vm-run.sh" "$@" >"$log" &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
+  return "$rc"
+}
 
 rigargs=(--cpus "$cpus" --timeout "$timeout")
 [ -z "$preempt" ] || rigargs+=(--preempt "$preempt")
-echo "vm-predict: booting the guest (${cpus} CPU(s), preempt=${preempt:-default}); counts ${counts}" >&2
-bash "$repo/scripts/vm-run.sh" "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" >"$log"
-(cd "$repo" && go build -o "$work/ndst" ./cmd/ndst)
-if [ "$json" = 1 ]; then
-  "$work/ndst" --json predict --from-guest "$log"
-else
-  "$work/ndst" predict --from-guest "$log"
+
+if [ "$netns" = 0 ]; then
+  cmds=(--json calibrate)
+  IFS=, read -ra ns <<<"$counts"
+  for n in "${ns[@]}"; do
+    cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647)
+    cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647 --one-by-one)
+  done
+  note "booting the guest (${cpus} CPU(s), preempt=${preempt:-default}); counts ${counts}"
+  boot "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" || exit
+  (cd "$repo" && go build -o "$work/ndst" ./cmd/ndst)
+  if [ "$json" = 1 ]; then
+    "$work/ndst" --json predict --from-guest "$log"
+  else
+    "$work/ndst" predict --from-guest "$log"
+  fi
+  exit
 fi
+
+# ---------------------------------------------------------------- --netns
+
+pred=(predict --netns --costs /tmp/c.json --runs "$runs" --count "$counts")
+[ "$json" = 0 ] || pred=(--json "${pred[@]}")
+note "booting the guest (${cpus} CPU(s), preempt=${preempt:-default}); namespace counts ${counts}, ${runs} real run(s) per cell, timeout ${timeout} s"
+t0=$(date +%s)
+rc=0
+boot "${rigargs[@]}" --mem 1024 "${vmargs[@]}" -- calibrate -o /tmp/c.json ';;' "${pred[@]}" || rc=$?
+# 1: a guest command failed (its status is below); anything else is the rig's.
+[ "$rc" = 0 ] || [ "$rc" = 1 ] || exit "$rc"
+
+# section N FROM TO: the lines of command N's output between its FROM and TO
+# markers ("begin" to "stderr": its stdout; "stderr" to "kmsg": its stderr).
+section() {
+  awk -v n="$1" -v from="$2" -v to="$3" '
+    index($0, "@@ndst-vm " from " " n) == 1 && ($0 == "@@ndst-vm " from " " n || substr($0, length("@@ndst-vm " from " " n) + 1, 1) == " ") { on = 1; next }
+    on && $0 == "@@ndst-vm " to " " n { exit }
+    on' "$log"
+}
+# status N: command N's exit status, "" when it did not end.
+status() { sed -n "s/^@@ndst-vm end $1 exit=\(-\{0,1\}[0-9]*\) .*/\1/p" "$log" | head -n1; }
+seconds() { sed -n "s/^@@ndst-vm end $1 exit=[-0-9]* seconds=\([0-9.]*\).*/\1/p" "$log" | head -n1; }
+
+s1=$(status 1) s2=$(status 2)
+grep '^@@ndst-vm module veth ' "$log" | sed 's/^@@ndst-vm module /vm-predict: guest: /' >&2 || true
+if [ "$s1" != 0 ]; then
+  section 1 stderr kmsg >&2
+  note "the guest's calibrate exited ${s1:-without an end}; nothing predicted"
+  exit "${s1:-5}"
+fi
+section 2 begin stderr
+if [ "$s2" != 0 ]; then
+  section 2 stderr kmsg >&2
+  note "the guest's predict --netns exited ${s2:-without an end}"
+  exit "${s2:-5}"
+fi
+wall=$(sed -n 's/^@@ndst-vm host wall_ms=\([0-9]*\).*/\1/p' "$log" | tail -n1)
+note "guest calibrate $(seconds 1) s, predict $(seconds 2) s; qemu wall $(awk -v ms="${wall:-0}" 'BEGIN { printf "%.0f", ms / 1000 }') s, $(($(date +%s) - t0)) s in all"
