@@ -26,11 +26,13 @@
 # the real runs per cell (default 1), --count the namespace counts (1 to
 # 10000, default 10,100,1000). The guest needs veth (vm-run.sh loads the
 # kernel's veth.ko): without it predict --netns cannot time its cells, and
-# the guest's error and the rig's module line (printed here) say why. Under TCG on 2 host cores a default run (Debian 6.1, 2 guest
-# CPUs) took about 6 min: calibrate 1 min, predict 5 min, most of it the
-# 1000 namespaces deleted one at a time (70 to 80 s per cell); --runs R
-# multiplies the real cells' time. --timeout defaults to 1800 s with
-# --netns, and the guest gets 1024 MB (-- --mem MB to change it).
+# the guest's error and the rig's module line (printed here) say why.
+# Under TCG on 2 host cores a default run (Debian 6.1) took 5 min 5 s with
+# 1 guest CPU and 5 min 51 s with 2: calibrate 75 s, predict 3.5 to 4.5
+# min, most of it the 1000 namespaces deleted one at a time (50 to 75 s
+# per cell); --runs R multiplies the real cells' time. --timeout defaults
+# to 1800 s with --netns, and the guest gets 1024 MB (-- --mem MB to change
+# it).
 #
 # --preempt is vm-run.sh's (none, voluntary, full, lazy, rt; default: the
 # rig's), --timeout bounds the boot (default 300 s, 1800 s with --netns),
