@@ -15,21 +15,22 @@ import (
 	"time"
 )
 
-// matrixScript is scripts/vm-matrix.sh beside vm-run.sh.
-func matrixScript(t *testing.T) string {
+// rigScript is scripts/NAME beside vm-run.sh.
+func rigScript(t *testing.T, name string) string {
 	t.Helper()
 	s, err := FindScript()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(s), "vm-matrix.sh")
+	return filepath.Join(filepath.Dir(s), name)
 }
 
-// runMatrix runs vm-matrix.sh with args and env in the folder dir ("": the
-// test's); it returns stdout, stderr and the exit status.
-func runMatrix(t *testing.T, ctx context.Context, dir string, env []string, args ...string) (string, string, int) {
+// runRigScript runs scripts/NAME (beside vm-run.sh) with args and env in the
+// folder dir ("": the test's); a cancelled ctx sends it SIGTERM. It returns
+// stdout, stderr and the exit status.
+func runRigScript(t *testing.T, ctx context.Context, name, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{matrixScript(t)}, args...)...)
+	cmd := exec.CommandContext(ctx, "bash", append([]string{rigScript(t, name)}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -42,9 +43,15 @@ func runMatrix(t *testing.T, ctx context.Context, dir string, env []string, args
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("vm-matrix.sh %q: %v", args, err)
+		t.Fatalf("%s %q: %v", name, args, err)
 	}
 	return stdout.String(), stderr.String(), code
+}
+
+// runMatrix runs vm-matrix.sh (see runRigScript).
+func runMatrix(t *testing.T, ctx context.Context, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	return runRigScript(t, ctx, "vm-matrix.sh", dir, env, args...)
 }
 
 // TestVMMatrixBadInput: usage errors exit 2 with the reason and run nothing.
@@ -146,7 +153,7 @@ func TestVMMatrixFailedCells(t *testing.T) {
 func TestVMMatrixStopped(t *testing.T) {
 	needVM(t)
 	dir := t.TempDir()
-	cmd := exec.Command("bash", matrixScript(t), "--cpus", "1", "--preempt", "none", "--count", "100",
+	cmd := exec.Command("bash", rigScript(t, "vm-matrix.sh"), "--cpus", "1", "--preempt", "none", "--count", "100",
 		"--json", filepath.Join(dir, "m.json"), "--csv", filepath.Join(dir, "m.csv"), "linux-image-amd64")
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	var stderr bytes.Buffer

@@ -14,29 +14,10 @@ import (
 	"time"
 )
 
-// runPredict runs scripts/vm-predict.sh with args and env; it returns
-// stdout, stderr and the exit status.
+// runPredict runs vm-predict.sh (see runRigScript).
 func runPredict(t *testing.T, ctx context.Context, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	s, err := FindScript()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(filepath.Dir(s), "vm-predict.sh")}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("vm-predict.sh %q: %v", args, err)
-	}
-	return stdout.String(), stderr.String(), code
+	return runRigScript(t, ctx, "vm-predict.sh", "", env, args...)
 }
 
 // TestVMPredictBadInput: usage errors exit 2 with the reason, before
@@ -144,12 +125,8 @@ func TestVMPredictNetns(t *testing.T) {
 // folder behind.
 func TestVMPredictStopped(t *testing.T) {
 	needVM(t)
-	s, err := FindScript()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	cmd := exec.Command("bash", filepath.Join(filepath.Dir(s), "vm-predict.sh"), "--netns", "--cpus", "1", "--count", "10")
+	cmd := exec.Command("bash", rigScript(t, "vm-predict.sh"), "--netns", "--cpus", "1", "--count", "10")
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
