@@ -225,10 +225,12 @@ func (c *CPU) preempt() {
 // ---- interrupts and the tick ----
 
 // tickSlice is the least a task runs before the tick asks it to let a
-// waiting one in (CFS's minimum granularity, 0.75 ms scaled by the CPU
-// count; EEVDF's base slice is the same): at HZ up to 1000 any tick after a
-// whole jiffy on the CPU.
-const tickSlice = 750 * Microsecond
+// waiting one in: EEVDF's sysctl_sched_base_slice, 0.7 ms (6.18
+// kernel/sched/fair.c l.79; update_curr reschedules once the slice is used,
+// l.1316-1317). It is not scaled by the CPU count here, and CFS before 6.6
+// (check_preempt_tick, a share of sched_latency: 3 ms for two tasks on one
+// CPU) asked later; at HZ=250 both come due at the first or second tick.
+const tickSlice = 700 * Microsecond
 
 // irqEnter starts interrupt work on the CPU.
 func (c *CPU) irqEnter() {
@@ -317,8 +319,8 @@ func (c *CPU) tick() {
 	c.irqEnter()
 	c.Steal(c.e.cfg.TickCost)
 	// scheduler_tick: a task that has had its slice while others wait
-	// owes the CPU (check_preempt_tick / update_curr's deadline check);
-	// it gives it up at its next preemption point.
+	// owes the CPU (update_curr's slice check); it gives it up at its next
+	// preemption point.
 	if t := c.curr; t != nil && !t.rt && len(c.runq) > 0 && !c.runq[0].rt && c.e.now-c.lastSwitch >= tickSlice {
 		c.needResched = true
 	}
