@@ -117,9 +117,9 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'echo "vm-matrix: interrupted; stopping" >&2; exit 130' INT
-trap 'echo "vm-matrix: stopped by SIGTERM" >&2; exit 143' TERM
-trap 'exit 129' HUP
+trap 'trap "" INT TERM HUP; echo "vm-matrix: interrupted; stopping" >&2; exit 130' INT
+trap 'trap "" INT TERM HUP; echo "vm-matrix: stopped by SIGTERM" >&2; exit 143' TERM
+trap 'trap "" INT TERM HUP; exit 129' HUP
 
 # run_cell LOG CMD...: run CMD in its own session (so that a stop reaches all
 # of it), stdout to the caller's, stderr to LOG; returns its status.

@@ -117,9 +117,9 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'note "interrupted; stopping"; exit 130' INT
-trap 'note "stopped by SIGTERM"; exit 143' TERM
-trap 'exit 129' HUP
+trap 'trap "" INT TERM HUP; note "interrupted; stopping"; exit 130' INT
+trap 'trap "" INT TERM HUP; note "stopped by SIGTERM"; exit 143' TERM
+trap 'trap "" INT TERM HUP; exit 129' HUP
 [ -n "$log" ] || log="$work/transcript"
 
 # boot ARGS...: vm-run.sh ARGS with its stdout in the transcript, in the

@@ -266,9 +266,9 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'note "interrupted (SIGINT); stopping"; exit 130' INT
-trap 'note "stopped by SIGTERM"; exit 143' TERM
-trap 'note "stopped by SIGHUP"; exit 129' HUP
+trap 'trap "" INT TERM HUP; note "interrupted (SIGINT); stopping"; exit 130' INT
+trap 'trap "" INT TERM HUP; note "stopped by SIGTERM"; exit 143' TERM
+trap 'trap "" INT TERM HUP; note "stopped by SIGHUP"; exit 129' HUP
 
 # run_child LOG DIR CMD...: run CMD in DIR in its own process group, output to
 # LOG, and wait for it; cleanup stops the whole group if the script is stopped.
