@@ -192,7 +192,14 @@ func TestVMMatrixStopped(t *testing.T) {
 		t.Fatalf("vm-matrix.sh still running 30 s after SIGTERM")
 	}
 	t.Logf("stopped in %v", time.Since(start).Round(time.Millisecond))
-	// vm-run.sh's cleanup may still be reaping qemu for a moment.
+	assertNothingLeft(t, dir)
+}
+
+// assertNothingLeft checks that a stopped script left no process of its
+// own (vm-run.sh's cleanup may still be reaping qemu for a moment: up to 5 s)
+// and nothing in its TMPDIR.
+func assertNothingLeft(t *testing.T, dir string) {
+	t.Helper()
 	var left []string
 	for range 50 {
 		if left = ownProcesses(t, dir); len(left) == 0 {

@@ -161,18 +161,5 @@ func TestVMPredictStopped(t *testing.T) {
 		<-done
 		t.Fatalf("vm-predict.sh still running 30 s after SIGTERM")
 	}
-	var left []string
-	for range 50 {
-		if left = ownProcesses(t, dir); len(left) == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(left) > 0 {
-		t.Errorf("after SIGTERM: processes left running: %q, want none", left)
-	}
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		t.Errorf("after SIGTERM: %s left in TMPDIR, want nothing", e.Name())
-	}
+	assertNothingLeft(t, dir)
 }
