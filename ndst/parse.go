@@ -81,3 +81,12 @@ func parseUint(s, what string, limit uint64) (uint64, error) {
 	}
 	return n, nil
 }
+
+// CheckRange checks a START STOP range of numbers, as every backend's del
+// and netns del take it: 1 <= START <= STOP <= MaxInt32.
+func CheckRange(start, stop int) error {
+	if start < 1 || start > stop || stop > 1<<31-1 {
+		return Usagef("range %d %d is empty, reversed or out of bounds; want 1 <= START <= STOP <= %d", start, stop, 1<<31-1)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package ndst
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,4 +119,17 @@ func FuzzParseRange(f *testing.F) {
 			t.Fatalf("ParseRange(%q, %q) = %d, %d", a, b, s, e)
 		}
 	})
+}
+
+func TestCheckRange(t *testing.T) {
+	for _, tc := range []struct {
+		start, stop int
+		ok          bool
+	}{{1, 1, true}, {1, 1<<31 - 1, true}, {0, 5, false}, {5, 4, false}, {-1, -1, false}, {1, 1 << 31, false}} {
+		err := CheckRange(tc.start, tc.stop)
+		var u *UsageError
+		if (err == nil) != tc.ok || (err != nil && !errors.As(err, &u)) {
+			t.Errorf("CheckRange(%d, %d) = %v, want ok %v (a usage error otherwise)", tc.start, tc.stop, err, tc.ok)
+		}
+	}
 }

@@ -440,8 +440,8 @@ func (b *Backend) countMatching(t ndst.Template) int {
 
 // Del implements ndst.Backend.
 func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, error) {
-	if req.Start < 1 || req.Start > req.Stop {
-		return nil, ndst.Usagef("range %d %d is empty or reversed; want 1 <= START <= STOP", req.Start, req.Stop)
+	if err := ndst.CheckRange(req.Start, req.Stop); err != nil {
+		return nil, err
 	}
 	if err := b.checkNetns(); err != nil {
 		return nil, err

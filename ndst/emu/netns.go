@@ -416,8 +416,8 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	if err := b.netnsUsage("netns del"); err != nil {
 		return nil, err
 	}
-	if req.Start < 1 || req.Start > req.Stop {
-		return nil, ndst.Usagef("range %d %d is empty or reversed; want 1 <= START <= STOP", req.Start, req.Stop)
+	if err := ndst.CheckRange(req.Start, req.Stop); err != nil {
+		return nil, err
 	}
 	if req.Template.IsZero() {
 		req.Template = ndst.MustNetnsTemplate(ndst.DefaultNetnsTemplate)

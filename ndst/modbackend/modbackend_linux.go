@@ -398,8 +398,8 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
-	if req.Start < 1 || req.Start > req.Stop || req.Stop > 1<<31-1 {
-		return nil, ndst.Usagef("bad range %d %d; want 1 <= START <= STOP <= %d", req.Start, req.Stop, 1<<31-1)
+	if err := ndst.CheckRange(req.Start, req.Stop); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -25,8 +25,8 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 		return nil, err
 	}
 	b.probeHost()
-	if req.Start < 1 || req.Start > req.Stop {
-		return nil, ndst.Usagef("bad range %d %d; want 1 <= START <= STOP", req.Start, req.Stop)
+	if err := ndst.CheckRange(req.Start, req.Stop); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
