@@ -44,6 +44,7 @@ func main() {
 
 // run executes the CLI with args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	restorePendingKnobs(stderr)
 	out := &countingWriter{w: stdout}
 	g := &globalOptions{stdout: out, stderr: stderr}
 	root := newRootCmd(g)
