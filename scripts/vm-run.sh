@@ -17,6 +17,14 @@
 #                       default linux-image-amd64 (apt-get download + dpkg-deb, never installed)
 #   --timeout S         seconds the whole boot may take (default 300)
 #   --mem MB            guest memory (default 512)
+#   --append PARAMS     add kernel boot parameters to the guest's command line, e.g.
+#                       'rcu_nocbs=all rcupdate.rcu_normal_after_boot=0' (repeatable; words
+#                       of letters, digits and _ . - with an optional =VALUE of letters,
+#                       digits and _ . , : + -; at most 32 words, 1024 bytes in all). The
+#                       rig's own parameters cannot be overridden: console=, earlycon=,
+#                       earlyprintk=, init=, rdinit=, root=, panic= are refused, and
+#                       preempt= is --preempt's. The guest prints the command line it
+#                       booted with (@@ndst-vm cmdline ...)
 #   --guest-bin FILE    run this static program instead of ndst (no --backend flag added)
 #   --shell             run each command as a busybox shell command line (sh -c), with
 #                       ndst on the PATH, e.g. -- 'echo 1000 > /proc/sys/net/ndst/add'
@@ -54,6 +62,7 @@
 #   @@ndst-vm guest release=6.1.0-57-amd64 cpus=1 preempt=none uptime=2.14
 #                       (preempt: /sys/kernel/debug/sched/preempt, else rt from
 #                       /sys/kernel/realtime or uname -v, else unknown)
+#   @@ndst-vm cmdline console=ttyS0 quiet panic=-1 ...   (the guest's /proc/cmdline)
 #   @@ndst-vm begin 1 add 100
 #   ...the command's stdout, verbatim...
 #   @@ndst-vm stderr 1
@@ -99,6 +108,7 @@ package=""
 timeout_s=300
 mem=512
 guest_bin=""
+append=""
 shell=0
 module=0
 headers=""
@@ -111,10 +121,11 @@ need_val() { [[ $# -ge 2 ]] || usage_die "$1 needs a value"; }
 
 while (($#)); do
 	case $1 in
-	--cpus | --preempt | --kernel | --package | --timeout | --mem | --guest-bin | --headers)
+	--cpus | --preempt | --kernel | --package | --timeout | --mem | --guest-bin | --headers | --append)
 		need_val "$@"
 		v=$2
 		case $1 in
+		--append) append+=" $v" ;;
 		--cpus) cpus=$v ;;
 		--preempt) preempt=$v ;;
 		--kernel) kernel=$v ;;
@@ -126,7 +137,7 @@ while (($#)); do
 		esac
 		shift 2
 		;;
-	--cpus=* | --preempt=* | --kernel=* | --package=* | --timeout=* | --mem=* | --guest-bin=* | --headers=*)
+	--cpus=* | --preempt=* | --kernel=* | --package=* | --timeout=* | --mem=* | --guest-bin=* | --headers=* | --append=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	--shell) shell=1 && shift ;;
@@ -170,6 +181,31 @@ fi
 if [[ -n $headers ]]; then
 	((module)) || usage_die "--headers is for --module"
 	[[ -f $headers/Makefile ]] || usage_die "--headers '$headers': not a kernel build tree (no Makefile)"
+fi
+
+# --append: kernel parameters as words of a fixed alphabet (nothing a shell,
+# qemu's -append or the kernel's parser would take specially), none of the
+# rig's own, within a bound that leaves the kernel's 2048-byte command line
+# room for the rig's.
+append_arg=""
+if [[ ! $append =~ ^[A-Za-z0-9_.,:+=\ -]*$ ]]; then
+	usage_die "--append: only letters, digits, spaces and _ . , : + = - can be passed (no quotes, tabs, newlines or shell metacharacters)"
+elif [[ -n ${append// /} ]]; then
+	read -ra words <<<"$append"
+	((${#words[@]} <= 32)) || usage_die "--append: ${#words[@]} parameters; at most 32"
+	for w in "${words[@]}"; do
+		[[ $w =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:+-]+)?$ ]] ||
+			usage_die "--append: '$w' is not a kernel parameter ndst passes (want NAME or NAME=VALUE: letters, digits and _ . - in NAME, also , : + in VALUE)"
+		case ${w%%=*} in
+		console | earlycon | earlyprintk | init | rdinit | root | panic)
+			usage_die "--append: '$w' would override the rig's own ${w%%=*}= (it needs its console, init and panic settings)" ;;
+		preempt) usage_die "--append: '$w': give the preemption model with --preempt" ;;
+		esac
+		append_arg+=" $w"
+	done
+	((${#append_arg} <= 1024)) || usage_die "--append: ${#append_arg} bytes of parameters; at most 1024"
+elif [[ -n $append ]]; then
+	usage_die "--append: empty (want kernel parameters, e.g. rcu_nocbs=all)"
 fi
 
 # Split the commands on ';;'.
@@ -909,6 +945,7 @@ newlog() { dmesg | awk -v t="${1:-0}" '{ s = $0; sub(/^\[ */, "", s); split(s, a
 pm=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' /sys/kernel/debug/sched/preempt 2>/dev/null)
 if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -qw PREEMPT_RT; then pm=rt; fi
 say "guest release=$(uname -r) cpus=$(nproc) preempt=${pm:-unknown} uptime=$(up)"
+say "cmdline $(cat /proc/cmdline)"
 run() {
 	n=$1
 	p=$2
@@ -961,7 +998,7 @@ cpu=()
 # the host's cores are busy.
 load1() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo unknown; }
 echo "@@ndst-vm host accel=$accel cpus=$cpus preempt=$preempt release=$k_release hz=${hz:-unknown} load1=$(load1) kernel=$k_source"
-note "booting $k_release (accel $accel, $cpus CPU, preempt=$preempt, timeout ${timeout_s}s)"
+note "booting $k_release (accel $accel, $cpus CPU, preempt=$preempt${append_arg:+, with$append_arg}, timeout ${timeout_s}s)"
 
 : >"$work/console.log"
 : >"$work/data.log"
@@ -977,7 +1014,7 @@ start_ns=$(date +%s%N)
 timeout -k 5 "$timeout_s" "$qemu" -accel "$accel" "${cpu[@]}" -m "$mem" -smp "$cpus" \
 	-nodefaults -no-user-config -display none -no-reboot -monitor none \
 	-kernel "$k_vmlinuz" -initrd "$work/initrd.cpio" \
-	-append "console=ttyS0 quiet panic=-1 no_timer_check$preempt_arg" \
+	-append "console=ttyS0 quiet panic=-1 no_timer_check$preempt_arg$append_arg" \
 	-serial "file:$work/console.log" -serial "file:$work/data.log" \
 	-pidfile "$work/qemu.pid" </dev/null >"$work/qemu.out" 2>&1 &
 qpid=$!

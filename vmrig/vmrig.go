@@ -73,6 +73,9 @@ type Config struct {
 	Headers string
 	// Dmesg returns the guest's whole kernel log in Boot.KernelLog.
 	Dmesg bool
+	// Append adds kernel parameters to the guest's command line (the
+	// script's --append: words NAME or NAME=VALUE, none of the rig's own).
+	Append string
 	// Script is the path of vm-run.sh; "" finds it by walking up from the
 	// working directory.
 	Script string
@@ -143,6 +146,9 @@ type Boot struct {
 	Done bool
 	// Fault is the guest's fault line, if any ("module insmod ... failed").
 	Fault string
+	// Cmdline is the command line the guest kernel booted with (its
+	// /proc/cmdline).
+	Cmdline string
 	// KernelLog is the guest's whole kernel log (dmesg lines), read after
 	// the last command; only with Config.Dmesg.
 	KernelLog []string
@@ -218,6 +224,8 @@ func Parse(r io.Reader) (*Boot, error) {
 			b.Modules = append(b.Modules, arg)
 		case "fault":
 			b.Fault = arg
+		case "cmdline":
+			b.Cmdline = arg
 		case "begin":
 			if cur != nil {
 				return nil, fmt.Errorf("line %d: begin inside command %d", line, cur.Index)
@@ -334,6 +342,9 @@ func Args(cfg Config, cmds ...[]string) ([]string, error) {
 	}
 	if cfg.Dmesg {
 		a = append(a, "--dmesg")
+	}
+	if cfg.Append != "" {
+		a = append(a, "--append", cfg.Append)
 	}
 	if len(cmds) == 0 {
 		return a, nil
