@@ -211,11 +211,11 @@ func resultText(r Record) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteFile creates path (or truncates it, if it is a regular file; anything
-// else is refused without blocking, see package safefile) and fills it with
-// write; a failed write names the path.
+// WriteFile writes an export or a plot to path with safefile.WriteOutput:
+// never through a link or onto a kernel pseudo file system, by a temporary
+// file renamed into place, so that a failed write leaves the old file.
 func WriteFile(path string, write func(io.Writer) error) error {
-	return safefile.WriteFile(path, 0o644, safefile.FollowLinks, write)
+	return safefile.WriteOutput(path, 0o644, write, nil)
 }
 
 // FormatDuration prints nanoseconds the way time(1) users read them.

@@ -14,21 +14,23 @@
 //   - With NoLinks, a path whose last component is a symbolic link is
 //     refused (O_NOFOLLOW where the system has it), and the error names
 //     the link's target. Links in the directories above are followed.
-//   - ndst's link policy: its state file and lock, and every file replaced
-//     by a rename (Replace: cost tables from calibrate -o and predict
-//     --save-costs), refuse links (NoLinks); inputs (--costs, --from-guest,
-//     /proc) and exports written in place (bench --export-*, --plot)
-//     follow them, their target checked like any file.
+//   - ndst's link policy: every file it writes refuses a link as its last
+//     component (see WriteOutput); inputs (--costs, --from-guest, /proc)
+//     follow links, their target checked like any file.
 //   - ReadFile never returns more than its limit: a larger file is a
 //     *TooLargeError wrapping ErrTooLarge, found from fstat before reading,
 //     or while reading for files whose size is not known in advance (/proc).
 //     Reads stop with ctx.Err() when ctx is done (SIGINT, SIGTERM).
-//   - Create and WriteFile change nothing when they refuse a path: an
-//     existing regular file is truncated only after its checks pass.
-//   - Replace never writes through or replaces a link, a directory or a
-//     device: it writes a temporary file beside path, syncs it and renames
-//     it over path (which must be missing or a regular file), then syncs
-//     the directory; a crash leaves the old file or the new one.
+//   - Every file ndst produces (state files, cost tables, exports, plots,
+//     traces, ownership records, journals) is written by WriteOutput, and
+//     nothing else writes in place: never through a link, never on a
+//     kernel pseudo file system (procfs, sysfs, ...: a "file" there is a
+//     kernel setting), always to a temporary file beside the path that is
+//     synced and renamed over it, so a failure leaves the old file as it
+//     was and a crash leaves the old file or the new one (see output.go).
+//   - Kernel settings are written only through WriteKernelFile, which
+//     requires the path to be on a kernel pseudo file system: the two kinds
+//     of write cannot be mistaken for each other.
 package safefile
 
 import (
@@ -38,7 +40,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 // Links says what to do with a path whose last component is a symbolic link.
@@ -254,141 +255,6 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		p = p[:chunk]
 	}
 	return c.r.Read(p)
-}
-
-// Create opens path for writing in place: a missing file is created with perm
-// (less the umask), an existing regular file is truncated once it has passed
-// the checks; anything else is refused unchanged.
-func Create(path string, perm fs.FileMode, links Links) (*os.File, error) {
-	f, err := OpenFile(path, os.O_WRONLY|os.O_CREATE, perm, links)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// WriteFile creates path with Create and fills it with write; a failed write
-// names the path.
-func WriteFile(path string, perm fs.FileMode, links Links, write func(io.Writer) error) error {
-	f, err := Create(path, perm, links)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// CheckWritable reports whether Create(path) would succeed, changing nothing:
-// an existing path must be a regular file this process may write; for a
-// missing one, its directory must exist and take a new file (tried with a
-// temporary file that is removed at once).
-func CheckWritable(path string, links Links) error {
-	switch err := Check(path, links); {
-	case err == nil:
-		f, err := OpenFile(path, os.O_WRONLY, 0, links)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	case !errors.Is(err, fs.ErrNotExist):
-		return err
-	}
-	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("cannot create %s: directory %s does not exist: %w", path, dir, fs.ErrNotExist)
-	} else if err != nil {
-		return fmt.Errorf("cannot create %s: %w", path, err)
-	} else if !fi.IsDir() {
-		return fmt.Errorf("cannot create %s: %s is %s", path, dir, Describe(fi.Mode()))
-	}
-	f, err := os.CreateTemp(dir, ".ndst-check-*")
-	if err != nil {
-		return fmt.Errorf("cannot create %s: %w", path, unwrapPath(err))
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// ReplaceOptions tunes Replace; the zero value is the default.
-type ReplaceOptions struct {
-	// TempPattern is the temporary file's name pattern (os.CreateTemp) in
-	// path's directory; default "." + base + ".tmp-*".
-	TempPattern string
-	// BeforeRename, if set, runs after the temporary file is written and
-	// synced, just before the rename (crash tests use it).
-	BeforeRename func(tmp string)
-}
-
-// Replace writes data to path atomically with mode perm: path must be missing
-// or a regular file (never a link, which the rename would replace while its
-// target stayed stale, nor a directory or a device, which it would
-// replace with a file). path's directory must exist.
-func Replace(path string, perm fs.FileMode, data []byte, o *ReplaceOptions) error {
-	if err := Check(path, NoLinks); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	if base == "" || base == "." || base == ".." {
-		return fmt.Errorf("%q names a directory, not a file", path)
-	}
-	if o == nil {
-		o = &ReplaceOptions{}
-	}
-	pattern := o.TempPattern
-	if pattern == "" {
-		pattern = "." + base + ".tmp-*"
-	}
-	f, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if o.BeforeRename != nil {
-		o.BeforeRename(tmp)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("%s was replaced, but syncing its directory failed: %w", path, err)
-	}
-	return nil
 }
 
 // MaxKernelFile bounds ReadKernelFile: /proc and /sys files are small, the

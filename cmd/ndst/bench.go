@@ -209,7 +209,7 @@ func (o *benchOptions) stdoutExport() string {
 // checkWritable reports whether path can be created or overwritten, without
 // changing an existing file.
 func checkWritable(path string) error {
-	return safefile.CheckWritable(path, safefile.FollowLinks)
+	return safefile.CheckOutput(path)
 }
 
 func runBench(g *globalOptions, o *benchOptions) error {

@@ -41,7 +41,7 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 			if out != "" {
 				// Checked before the measurement: the table replaces only a
 				// regular file (never a link or a device) in an existing directory.
-				if err := safefile.CheckWritable(out, safefile.NoLinks); err != nil {
+				if err := safefile.CheckOutput(out); err != nil {
 					return ndst.Usagef("-o %s: %v", out, err)
 				}
 			}

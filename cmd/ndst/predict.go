@@ -157,7 +157,7 @@ namespaces deleted all at once, without veth).`,
 				s.Netlink.Netns = fmt.Sprintf("ndst-predict-%d", os.Getpid())
 			}
 			if saveCosts != "" {
-				if err := safefile.CheckWritable(saveCosts, safefile.NoLinks); err != nil {
+				if err := safefile.CheckOutput(saveCosts); err != nil {
 					return ndst.Usagef("--save-costs %s: %v", saveCosts, err)
 				}
 			}

@@ -101,7 +101,7 @@ type resolved struct {
 
 func resolve(c Config) (*resolved, error) {
 	if c.TracePath != "" {
-		if err := safefile.CheckWritable(c.TracePath, safefile.FollowLinks); err != nil {
+		if err := safefile.CheckOutput(c.TracePath); err != nil {
 			return nil, ndst.Usagef("--trace: %v", err)
 		}
 	}
@@ -555,11 +555,20 @@ func (b *Backend) finish(k *kernel, res *ndst.Result, virt sim.Time, wall time.D
 	}
 	res.KernelLog = k.log
 	if k.trace != nil {
-		err := safefile.WriteFile(b.r.cfg.TracePath, 0o644, safefile.FollowLinks, func(w io.Writer) error { return k.trace.Write(w, k.e) })
-		if err != nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("--trace: %v", err))
-		} else {
+		// A requested trace that cannot be written fails the command (the
+		// old file, if any, is left as it was); a run that failed anyway
+		// keeps its own error, with the trace's in a note.
+		err := safefile.WriteOutput(b.r.cfg.TracePath, 0o644, func(w io.Writer) error { return k.trace.Write(w, k.e) }, nil)
+		switch {
+		case err == nil:
 			res.Notes = append(res.Notes, fmt.Sprintf("wrote %s: the run as Chrome trace events (open it in https://ui.perfetto.dev or chrome://tracing)", b.r.cfg.TracePath))
+		case runErr == nil:
+			res.Count = 0
+			res.Result = ndst.ResultError
+			res.Error = fmt.Sprintf("--trace: %v; the run's changes were not saved", err)
+			return res, fmt.Errorf("--trace: %w; the run's changes were not saved", err)
+		default:
+			res.Notes = append(res.Notes, fmt.Sprintf("--trace: %v", err))
 		}
 	}
 	if runErr != nil {

@@ -36,10 +36,10 @@ func writeOwner(name string, id nsID) error {
 	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
 		return err
 	}
-	return safefile.WriteFile(ownerPath(name), 0o644, safefile.NoLinks, func(w io.Writer) error {
+	return safefile.WriteOutput(ownerPath(name), 0o644, func(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%d %d\n", id.dev, id.ino)
 		return err
-	})
+	}, nil)
 }
 
 // readOwner returns the identity recorded for name (ok false when none).

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ndst-project/ndst/safefile"
 	"io"
 	"math"
 	"os"
@@ -84,19 +85,11 @@ func main() {
 	}
 }
 
-// writeFile writes through a temporary file renamed into place, so that a
-// failed run never leaves half an export.
+// writeFile writes an export with safefile.WriteOutput (a temporary file
+// renamed into place, never through a link or onto a pseudo file system),
+// so that a failed run never leaves half an export.
 func writeFile(path string, write func(io.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := errors.Join(write(f), f.Close()); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return safefile.WriteOutput(path, 0o644, write, nil)
 }
 
 // Boot is one line of the manifest: what the matrix asked for and the files
