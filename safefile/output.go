@@ -51,6 +51,17 @@ func (e *PseudoFSError) Error() string {
 // Unwrap returns ErrPseudoFS.
 func (e *PseudoFSError) Unwrap() error { return ErrPseudoFS }
 
+// CheckNotPseudo refuses a path whose directory is on a kernel pseudo file
+// system (a *PseudoFSError), for a file that is ndst's own but not written
+// by WriteOutput (a state file's lock). A directory that cannot be read is
+// not refused here: the open that follows says why.
+func CheckNotPseudo(path string) error {
+	if name := pseudoFS(filepath.Dir(path)); name != "" {
+		return &PseudoFSError{Path: path, FS: name}
+	}
+	return nil
+}
+
 // ReplaceOptions tunes WriteOutput; the zero value is the default.
 type ReplaceOptions struct {
 	// TempPattern is the temporary file's name pattern (os.CreateTemp) in

@@ -30,7 +30,9 @@ func DefaultPath() (string, error) {
 }
 
 // checkPath refuses a state path that names a directory by its spelling
-// ("DIR/", ".", ".."), before anything is looked at or created.
+// ("DIR/", ".", ".."), or lies on a kernel pseudo file system (procfs,
+// sysfs, ...: its files are kernel settings), before anything is looked at
+// or created.
 func checkPath(path string) error {
 	if path == "" {
 		return errors.New("the state path is empty; pass --state FILE")
@@ -40,7 +42,7 @@ func checkPath(path string) error {
 		return fmt.Errorf("state path %q names a directory; --state takes a file, for example %s", path,
 			filepath.Join(path, "state"))
 	}
-	return nil
+	return safefile.CheckNotPseudo(path)
 }
 
 // linkHint is the advice for a state path that is a symbolic link.

@@ -65,6 +65,7 @@ func TestNoFileHangsOrIsOverwritten(t *testing.T) {
 		{"--state del", func(p string) []string { return []string{"--state", p, "del", "1", "1"} }},
 		{"--state list", func(p string) []string { return []string{"--state", p, "list"} }},
 		{"--state reset", func(p string) []string { return []string{"--state", p, "reset"} }},
+		{"--trace add", func(p string) []string { return []string{"--trace", p, "--state", p + "-state", "add", "1"} }},
 		{"--costs add", func(p string) []string { return []string{"--costs", p, "--state", p + "-state", "add", "1"} }},
 		{"--costs costs", func(p string) []string { return []string{"--costs", p, "costs"} }},
 		{"--costs bench", func(p string) []string { return []string{"--costs", p, "bench", "--count", "1", "--runs", "1"} }},

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,15 +18,39 @@ import (
 	"github.com/ndst-project/ndst/statefile"
 )
 
-// buildNdst compiles the CLI once per test binary run.
+// The CLI compiled once per test binary run (buildNdst), removed by TestMain.
+var (
+	builtOnce sync.Once
+	builtDir  string
+	builtBin  string
+	builtErr  error
+)
+
+// buildNdst compiles the CLI once per test binary run and returns its path.
 func buildNdst(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ndst")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	builtOnce.Do(func() {
+		if builtDir, builtErr = os.MkdirTemp("", "ndst-cli-test-"); builtErr != nil {
+			return
+		}
+		builtBin = filepath.Join(builtDir, "ndst")
+		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
+		if err != nil {
+			builtErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if builtErr != nil {
+		t.Fatal(builtErr)
 	}
-	return bin
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
 }
 
 // TestSignalsLeaveAConsistentState interrupts long emulated commands at
