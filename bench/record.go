@@ -386,7 +386,7 @@ func warnings(r *Record, smp []Sample, runs int) []string {
 func watchdogOf(msg string) string {
 	switch {
 	case strings.Contains(msg, "soft lockup"):
-		return "the soft-lockup watchdog (a CPU in the kernel without a context switch for --watchdog of virtual time)"
+		return "the soft-lockup watchdog (a CPU in the kernel whose watchdog thread had not run for more than --watchdog, counted in units of 2^30 ns)"
 	case strings.Contains(msg, "stall"):
 		return "the RCU stall detector"
 	case strings.Contains(msg, "still referenced"):

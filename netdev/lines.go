@@ -58,7 +58,7 @@ func base() Profile {
 		RCUStall:      0,    // CONFIG_RCU_CPU_STALL_DETECTOR defaults to n
 		Timers:        sim.TimerCascade,
 		Lockup:        60 * sim.Second, // softlockup_thresh
-		LockupKick:    30 * sim.Second, // the tick wakes the thread at thresh/2
+		LockupDesign:  sim.LockupTick,  // softlockup_tick in every tick
 	}
 }
 
@@ -179,9 +179,9 @@ var to510 = []Change{
 		"a timer fires at its level's bucket boundary above the expiry: a 1-jiffy timeout two ticks later", func(p *Profile) {
 			p.Timers = sim.TimerLevels
 		}},
-	{"", "3.x", "watchdog: the soft-lockup threshold is 2*watchdog_thresh",
-		"soft lockup at 20 s; an hrtimer queues the stopper work every 4 s", func(p *Profile) {
-			p.Lockup, p.LockupKick = 20*sim.Second, 4*sim.Second
+	{"58687acba592", "2.6.36", "lockup_detector: Combine nmi_watchdog and softlockup detector",
+		"kernel/watchdog.c as read at 5.10 and 6.18: the threshold is 2*watchdog_thresh (20 units of 2^30 ns), checked from a per-CPU hrtimer every 4 s that queues the watchdog work: reports at 22-26 s (the model's 2.6.36 line keeps 2.6.35's softlockup.c, whose successor was not read at 2.6.36)", func(p *Profile) {
+			p.Lockup, p.LockupDesign = 20*sim.Second, sim.LockupSampled
 		}},
 	{"0e4be9e57e8c", "5.10", "net: use exponential backoff in netdev_wait_allrefs",
 		"the wait loop: rcu_barrier, then sleeps of 1, 2, 4 ... 250 ms (rcu_barrier on every pass from cd42ba1c8ac9's stable backport)", func(p *Profile) {

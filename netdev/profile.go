@@ -86,9 +86,10 @@ type Profile struct {
 	// none) and SoftirqResched ends them when a reschedule is pending.
 	SoftirqTime    sim.Time
 	SoftirqResched bool
-	// Lockup is the soft-lockup threshold and LockupKick how often its
-	// watchdog thread is woken.
-	Lockup, LockupKick sim.Time
+	// Lockup is the soft-lockup threshold (whole seconds, compared with
+	// 2^30 ns timestamp units) and LockupDesign how the detector checks.
+	Lockup       sim.Time
+	LockupDesign sim.LockupDesign
 
 	// Netns is how the line creates and destroys network namespaces
 	// (netns_lines.go).
@@ -178,11 +179,9 @@ func (p Profile) SimConfig(c *sim.Config) {
 	c.Timers = p.Timers
 	c.MsleepExact = p.MsleepExact
 	c.Softirq = sim.SoftirqLimits{MaxTime: p.SoftirqTime, StopOnResched: p.SoftirqResched, DeferToKsoftirqd: p.DeferToKsoftirqd}
-	switch {
-	case c.Watchdog == 0: // the line's own detector
-		c.Watchdog, c.WatchdogKick = p.Lockup, p.LockupKick
-	case c.Watchdog > 0: // another threshold, the line's kick ratio
-		c.WatchdogKick = c.Watchdog / sim.Millisecond * p.LockupKick / p.Lockup * sim.Millisecond
+	c.Lockup = p.LockupDesign
+	if c.Watchdog == 0 { // the line's own threshold
+		c.Watchdog = p.Lockup
 	}
 }
 

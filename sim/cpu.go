@@ -41,8 +41,15 @@ type CPU struct {
 	ksoftirqd *Task
 	ksoftWQ   WaitQueue
 
-	// touched is when the CPU's watchdog thread last ran.
-	touched Time
+	// The soft-lockup detector (watchdog.go): its thread, when it last ran
+	// (and that time in timestamp units), whether it has been woken since,
+	// the generation of its sleep, and the hrtimer's function.
+	watchdog       *Task
+	touched        Time
+	touchedUnits   int64
+	watchdogKicked bool
+	watchdogGen    uint64
+	sampleFn       func()
 	// traceTask is the task whose run the trace is timing on this CPU.
 	traceTask *Task
 

@@ -15,9 +15,10 @@
 //   - Virtual time never goes backwards, and no wall-clock reading enters it.
 //   - Model code spends CPU time only through explicit charges (Task.Charge,
 //     CPU.Steal); everything else is instantaneous.
-//   - A CPU stuck in kernel mode without a context switch for Config.Watchdog
-//     stops the run with a *LockupError (the kernel's soft-lockup detector),
-//     so a livelock is reported, never a hang.
+//   - A CPU stuck in kernel mode without a context switch past
+//     Config.Watchdog, as the kernel's soft-lockup detector counts it
+//     (watchdog.go), stops the run with a *LockupError, so a livelock is
+//     reported, never a hang.
 //
 // Engine methods may be called only from model code (event handlers or
 // tasks), never from other goroutines.
@@ -106,13 +107,13 @@ type Config struct {
 	CPUs    int     // number of CPUs
 	Preempt Preempt // preemption model
 	Seed    uint64  // seed of the run's only random source
-	// Watchdog is the soft-lockup threshold. Zero means DefaultWatchdog;
-	// negative disables the detector (and its per-CPU thread).
+	// Watchdog is the soft-lockup threshold, in whole seconds (the
+	// kernel's softlockup_thresh, or 2*watchdog_thresh). Zero means
+	// DefaultWatchdog; negative disables the detector (and its per-CPU
+	// thread).
 	Watchdog Time
-	// WatchdogKick is how often the per-CPU watchdog thread is woken to
-	// prove that its CPU can schedule (see watchdog.go). Zero means
-	// Watchdog/5, the modern detector's period.
-	WatchdogKick Time
+	// Lockup is how the detector checks (see watchdog.go).
+	Lockup LockupDesign
 	// Timers is the timer wheel of the kernel line: when a timer armed for
 	// jiffy E fires (see timer.go).
 	Timers TimerWheel
@@ -142,10 +143,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("CPU count must be between 1 and 4096, got %d", c.CPUs)
 	case c.Preempt < PreemptNone || c.Preempt > PreemptRT:
 		return fmt.Errorf("unknown preemption model %d", c.Preempt)
-	case c.Watchdog > 0 && c.Watchdog < 10*Millisecond:
-		return fmt.Errorf("watchdog threshold %v is too short (at least 10ms, or negative for none)", c.Watchdog)
-	case c.WatchdogKick < 0 || (c.Watchdog > 0 && c.WatchdogKick > c.Watchdog):
-		return fmt.Errorf("watchdog kick period %v must be between 0 and the threshold %v", c.WatchdogKick, c.Watchdog)
+	case c.Watchdog > 0 && (c.Watchdog < Second || c.Watchdog%Second != 0):
+		return fmt.Errorf("watchdog threshold %v must be whole seconds, at least 1s (or negative for none)", c.Watchdog)
+	case c.Lockup != LockupSampled && c.Lockup != LockupTick:
+		return fmt.Errorf("unknown soft-lockup design %d", c.Lockup)
 	case c.Timers != TimerCascade && c.Timers != TimerLevels:
 		return fmt.Errorf("unknown timer wheel %d", c.Timers)
 	case c.Softirq.MaxRestart < 0 || c.Softirq.MaxTime < 0:
@@ -220,9 +221,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Watchdog == 0 {
 		cfg.Watchdog = DefaultWatchdog
-	}
-	if cfg.WatchdogKick == 0 && cfg.Watchdog > 0 {
-		cfg.WatchdogKick = cfg.Watchdog / 5
 	}
 	if cfg.Softirq.MaxRestart == 0 {
 		cfg.Softirq.MaxRestart = DefaultSoftirqRestart
@@ -310,7 +308,11 @@ type Event struct {
 	seq       uint64
 	fn        func()
 	cancelled bool
-	index     int
+	// background: a periodic event of the machine itself (the soft-lockup
+	// detector's hrtimer), which cannot end a wait: a run with nothing but
+	// such events left is deadlocked.
+	background bool
+	index      int
 }
 
 // Cancel stops the event from running; cancelling twice is harmless.
@@ -372,6 +374,21 @@ func (e *Engine) reschedule(ev *Event, t Time) {
 // After schedules fn to run d from now.
 func (e *Engine) After(d Time, fn func()) *Event { return e.At(e.now+d, fn) }
 
+// afterBackground schedules a background event (see Event.background).
+func (e *Engine) afterBackground(d Time, fn func()) {
+	e.After(d, fn).background = true
+}
+
+// onlyBackground reports whether every live event left is a background one.
+func (e *Engine) onlyBackground() bool {
+	for _, ev := range e.queue {
+		if !ev.cancelled && !ev.background {
+			return false
+		}
+	}
+	return true
+}
+
 // nextEventAt returns the time of the earliest live event, or -1.
 func (e *Engine) nextEventAt() Time {
 	for !e.queue.empty() {
@@ -414,6 +431,10 @@ func (e *Engine) Run() error {
 			break
 		}
 		ev := e.queue.drop()
+		if ev.background && e.onlyBackground() {
+			e.stopErr = errors.New("simulation deadlocked: tasks are blocked and nothing is scheduled")
+			break
+		}
 		e.now = ev.at
 		e.stats.Events++
 		ev.fn()

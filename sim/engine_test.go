@@ -63,21 +63,64 @@ func TestMsleepAddsOneJiffy(t *testing.T) {
 }
 
 func TestSpinningKernelTaskTripsTheWatchdog(t *testing.T) {
-	for _, p := range []Preempt{PreemptNone, PreemptVoluntary} {
-		e := newTestEngine(t, Config{HZ: 1000, CPUs: 1, Preempt: p, Watchdog: 2 * Second})
-		e.Go("spinner", 0, false, func(tk *Task) {
-			for {
-				tk.Relax(Microsecond)
+	// The detector counts 2^30 ns units and reports only when they exceed
+	// the stamp by more than the threshold: the 2.6.3x tick check at the
+	// first tick of unit thresh+1, the modern one at the first 4 s (thresh/5)
+	// sample in or after that unit. The thread last ran at 0.
+	unit := Time(1) << 30
+	cases := []struct {
+		design LockupDesign
+		thresh Time
+		at     Time // when the report comes
+		units  int64
+	}{
+		{LockupSampled, 2 * Second, 3600 * Millisecond, 3},                                     // 3 units = 3.22 s; samples every 0.4 s
+		{LockupSampled, 20 * Second, 24 * Second, 22},                                          // 21 units = 22.55 s; samples every 4 s
+		{LockupTick, 2 * Second, (3*unit + Millisecond - 1) / Millisecond * Millisecond, 3},    // the tick at or after 3.22 s
+		{LockupTick, 60 * Second, (61*unit + Millisecond - 1) / Millisecond * Millisecond, 61}, // 65.50 s
+	}
+	for _, tc := range cases {
+		for _, p := range []Preempt{PreemptNone, PreemptVoluntary} {
+			e := newTestEngine(t, Config{HZ: 1000, CPUs: 1, Preempt: p, Watchdog: tc.thresh, Lockup: tc.design})
+			e.Go("spinner", 0, false, func(tk *Task) {
+				for {
+					tk.Relax(Microsecond)
+				}
+			})
+			err := e.Run()
+			var le *LockupError
+			if !errors.As(err, &le) {
+				t.Fatalf("design %d thresh %v preempt=%v: Run() = %v, want a *LockupError", tc.design, tc.thresh, p, err)
 			}
-		})
-		err := e.Run()
-		var le *LockupError
-		if !errors.As(err, &le) {
-			t.Fatalf("preempt=%v: Run() = %v, want a *LockupError", p, err)
+			if le.At != tc.at || le.Units != tc.units {
+				t.Errorf("design %d thresh %v preempt=%v: lockup at %v, %d units; want at %v, %d units", tc.design, tc.thresh, p, le.At, le.Units, tc.at, tc.units)
+			}
 		}
-		if le.Stuck < 2*Second || le.Stuck > 2*Second+Millisecond {
-			t.Errorf("preempt=%v: lockup after %v, want 2s", p, le.Stuck)
+	}
+}
+
+func TestTickDetectorWakesTheThreadAtHalfTheThreshold(t *testing.T) {
+	// 2.6.3x wakes the watchdog thread once the units exceed the stamp by
+	// more than thresh/2 (30 of 60): a loop that calls cond_resched() only
+	// sees it then, at the first tick of unit 31 (33.29 s).
+	e := newTestEngine(t, Config{HZ: 1000, CPUs: 1, Preempt: PreemptNone, Watchdog: 60 * Second, Lockup: LockupTick})
+	var switched Time
+	e.Go("loop", 0, false, func(tk *Task) {
+		for switched == 0 {
+			tk.Charge(Millisecond)
+			before := tk.CPU().Switches
+			tk.CondResched()
+			if tk.CPU().Switches != before {
+				switched = tk.Now()
+			}
 		}
+	})
+	if err := e.Run(); err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	unit := Time(1) << 30
+	if switched < 31*unit || switched > 31*unit+2*Millisecond {
+		t.Errorf("the watchdog thread ran at %v, want the first tick after %v", switched, 31*unit)
 	}
 }
 

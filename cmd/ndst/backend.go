@@ -19,7 +19,7 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		Profile: g.profile, Strategy: g.strategy, HZ: g.hz, CPUs: g.cpus,
 		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.emuWatchdog(),
 		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
-		GiveUp: g.giveUp, RefTracker: g.refTracker, TracePath: g.trace,
+		RefTracker: g.refTracker, TracePath: g.trace,
 	}
 	for _, h := range g.holds {
 		x, err := emu.ParseHold(h)
@@ -28,8 +28,11 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		}
 		c.Holds = append(c.Holds, x)
 	}
-	if g.giveUp <= 0 {
-		return c, ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
+	if g.giveUpSet {
+		if g.giveUp <= 0 {
+			return c, ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
+		}
+		c.GiveUp = g.giveUp // else the registry's default for the line
 	}
 	if g.netnsSet {
 		c.Netns = g.netns

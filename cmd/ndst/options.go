@@ -38,6 +38,7 @@ type globalOptions struct {
 	holds      []string
 	trace      string
 	giveUp     time.Duration
+	giveUpSet  bool
 	refTracker bool
 	// watchdogSet: --watchdog was given (0 then turns the detector off).
 	watchdogSet bool
@@ -83,10 +84,10 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.costs, "costs", "", "per-operation CPU cost table (JSON, as written by 'ndst calibrate')")
 	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
 	f.StringArrayVar(&g.holds, "hold", nil, "make a holder keep its reference: HOLDER[@DEVICE]=DURATION|forever, DEVICE a name or an ifindex (holders: in_device, arp_parms, inet6_dev, nd_parms, dst, route, socket, xfrm; repeatable)")
-	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "stop waiting for a device's references after this long and report the run as stuck (virtual time on the emulated kernel)")
+	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "stop waiting for a device's references after this long and report the run as stuck (virtual time on the emulated kernel, where the default is raised to just past the line's soft-lockup report when that comes later: 66.6s on 2.6.3x)")
 	f.StringVar(&g.trace, "trace", "", "write the emulated run as a Chrome trace-event JSON file (open it in Perfetto or chrome://tracing)")
 	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
-	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in virtual time (default: the kernel line's, 60s for 2.6.3x and 20s later; 0: no detector)")
+	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in whole seconds, compared with 2^30 ns units as the kernel does (default: the line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
 	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's); with --backend sim, the emulated namespace add, del and list act in")
 	f.StringVar(&g.kind, "kind", "dummy", "link kind of the netlink backend: dummy, ifb, veth")
@@ -100,6 +101,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.kindExplicit = cmd.Flags().Changed("kind")
 	g.watchdogSet = cmd.Flags().Changed("watchdog")
+	g.giveUpSet = cmd.Flags().Changed("give-up")
 	g.nameExplicit = cmd.Flags().Changed("name")
 	g.netnsSet = cmd.Flags().Changed("netns")
 	switch g.backend {
@@ -107,8 +109,8 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	default:
 		return ndst.Usagef("unknown backend %q (want sim, netlink or module)", g.backend)
 	}
-	if g.watchdog < 0 || (g.watchdog > 0 && g.watchdog < time.Second) {
-		return ndst.Usagef("--watchdog must be 0 (off) or at least 1s, got %v", g.watchdog)
+	if g.watchdog < 0 || (g.watchdog > 0 && (g.watchdog < time.Second || g.watchdog%time.Second != 0)) {
+		return ndst.Usagef("--watchdog must be 0 (off) or whole seconds from 1s (the kernel's threshold is), got %v", g.watchdog)
 	}
 	if g.netns == "" {
 		return ndst.Usagef("--netns must not be empty (the default is ndst)")

@@ -68,7 +68,7 @@ func TestKernelLogNotOnStderr(t *testing.T) {
 	state := tempState(t)
 	ndstRun(t, state, "add", "10")
 	out, _, code := ndstRun(t, state, "--profile", "2.6.33", "--strategy", "expedited", "del", "1", "10")
-	if code != 1 || !strings.Contains(out, "kernel log: 8 messages (-v prints them)") || strings.Contains(out, "soft lockup - CPU#0 stuck for 60s! [ndst:") {
+	if code != 1 || !strings.Contains(out, "kernel log: 9 messages (-v prints them)") || strings.Contains(out, "soft lockup - CPU#0 stuck for 61s! [ndst:") {
 		t.Errorf("livelock without -v = exit %d:\n%s\nwant exit 1 and only a mention of the kernel log", code, out)
 	}
 	golden(t, "livelock.txt", maskWall(out))
