@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndst-project/ndst/knobset"
+	"github.com/ndst-project/ndst/knobset/knobsettest"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/safefile"
+)
+
+func TestEffect(t *testing.T) {
+	for _, tc := range []struct {
+		before, after int64
+		want          string
+	}{{100, 94, "faster"}, {100, 95, "none"}, {100, 105, "none"}, {100, 106, "slower"}, {0, 5, ""}} {
+		if got := effect(tc.before, tc.after); got != tc.want {
+			t.Errorf("effect(%d, %d) = %q, want %q", tc.before, tc.after, got, tc.want)
+		}
+	}
+}
+
+// Verify on this machine's kernel: a knob that changes nothing measurable
+// (the RCU stall warning's timeout) is set for each "with" run and read back
+// as it was after every run; a knob read-only at runtime and one already at
+// the lever's value are skipped with the reason, and nothing is left behind.
+func TestVerifyOnHost(t *testing.T) {
+	skipUnlessNetlink(t)
+	const stall = "/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout"
+	if err := knobset.Check(stall); err != nil {
+		t.Skipf("no writable knob to test with: %v", err)
+	}
+	knobsettest.HoldRealKernelLock(t, 20*time.Minute)
+	oldDir := knobset.Dir
+	knobset.Dir = filepath.Join(t.TempDir(), "ndst")
+	t.Cleanup(func() { knobset.Dir = oldDir })
+	read := func(p string) string {
+		b, err := safefile.ReadKernelFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	before := read(stall)
+	n, _ := strconv.Atoi(before)
+	var notes []string
+	sess, err := knobset.Begin(knobset.Options{Command: "test", Notef: func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ns := fmt.Sprintf("ndst-vtest-%d", os.Getpid())
+	t.Cleanup(func() { _ = nlbackend.Reset(context.Background(), nlbackend.Options{Netns: ns}) })
+	for _, w := range []Workload{{Devices: 4, OneByOne: true}, {Namespaces: 2, Veth: true}} {
+		notes = nil
+		v, err := Verify(context.Background(), &VerifySpec{Workload: w, Runs: 2, Knobs: sess, Check: knobset.Check,
+			Netlink: nlbackend.Options{Netns: ns, Kind: "ifb"},
+			Levers: []Lever{
+				{Name: "rcupdate.rcu_cpu_stall_timeout", Path: stall, Value: strconv.Itoa(n + 1), PredictedBeforeNS: 100, PredictedAfterNS: 100},
+				{Name: "rcutree.blimit", Path: "/sys/module/rcutree/parameters/blimit", Value: "20"},
+				{Name: "rcupdate.rcu_cpu_stall_timeout", Path: stall, Value: before},
+			}})
+		if err != nil {
+			t.Fatalf("Verify(%s) = %v", w, err)
+		}
+		if got := read(stall); got != before {
+			t.Errorf("after Verify(%s) %s reads %s, want %s", w, stall, got, before)
+		}
+		r := v.Rows
+		if len(r) != 3 || r[0].Skipped != "" || len(r[0].MeasuredBeforeRuns) != 2 || len(r[0].MeasuredAfterRuns) != 2 || r[0].MeasuredAfterNS <= 0 || r[0].PredictedEffect != "none" {
+			t.Errorf("Verify(%s) first row = %+v, want two runs each way", w, r[0])
+		}
+		if len(r) == 3 && (!strings.Contains(r[1].Skipped, "read-only at runtime") || !strings.Contains(r[2].Skipped, "already "+before)) {
+			t.Errorf("Verify(%s) skipped rows = %q, %q; want read-only and already set", w, r[1].Skipped, r[2].Skipped)
+		}
+		if got := strings.Count(strings.Join(notes, "\n"), "restored "); got != 2 {
+			t.Errorf("Verify(%s): %d restores said (%q), want one after each of the 2 runs with the lever", w, got, notes)
+		}
+	}
+	if left, _ := filepath.Glob(fmt.Sprintf("/run/netns/ndst-v%d-*", os.Getpid())); len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+		t.Errorf("the throwaway namespace %s is left", ns)
+	}
+}
