@@ -47,6 +47,9 @@ type PredictSpec struct {
 	// Attribute), so that each row has the real phases beside the
 	// emulated ones.
 	Attribute bool
+	// Adjust, when set, changes the emulated kernel configured as the
+	// host (a knob set otherwise than the calibration's host had it).
+	Adjust func(*emu.Config) error
 }
 
 // PredictRow is one N and one delete mode: measured against predicted.
@@ -172,6 +175,11 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 		s.Template, _ = ndst.ParseTemplate(ndst.DefaultTemplate)
 	}
 	base, _ := emuForHost(s.Costs, s.Seed)
+	if s.Adjust != nil {
+		if err := s.Adjust(&base); err != nil {
+			return nil, err
+		}
+	}
 	p := &Prediction{Profile: base.Profile, RCU: base.RCU, HZ: base.HZ, CPUs: base.CPUs, Preempt: base.Preempt,
 		Costs: s.Costs.Source, Kernel: s.Costs.Host.Kernel}
 	rows := map[key]*PredictRow{}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/calibrate"
@@ -25,14 +26,24 @@ const maxGuestLog = 64 << 20
 // predictFromGuest compares the emulated kernel with a guest's measurements:
 // the guest's own calibration sets the emulated kernel's costs, HZ, CPUs
 // and preemption model (scripts/vm-predict.sh writes the transcript).
-func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path string) error {
-	b, err := safefile.ReadFile(context.Background(), path, maxGuestLog, safefile.FollowLinks)
+// With measuredIn, the measurements come from that second transcript
+// instead: a boot of the same kernel with the same CPUs and preemption model
+// (with a boot parameter added, say), predicted with the first one's
+// calibration.
+func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path, measuredIn string) error {
+	table, rec, err := readGuestLog("--from-guest", path)
 	if err != nil {
-		return ndst.Usagef("--from-guest: %v", err)
+		return err
 	}
-	table, rec, err := bench.ParseGuestLog(bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("--from-guest %s: %w", path, err)
+	if measuredIn != "" {
+		_, rec2, err := readGuestLog("--measured-in", measuredIn)
+		if err != nil {
+			return err
+		}
+		if err := sameGuest(rec.Source, rec2.Source); err != nil {
+			return ndst.Usagef("--measured-in %s: %v", measuredIn, err)
+		}
+		rec = rec2
 	}
 	s.Costs, s.Recorded = table, rec
 	s.Counts = s.Counts[:0]
@@ -56,6 +67,41 @@ func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path string) erro
 		return writeJSON(g.stdout, p)
 	}
 	return p.WriteTable(g.stdout)
+}
+
+// readGuestLog reads a scripts/vm-run.sh transcript (flag names it in errors).
+func readGuestLog(flag, path string) (*costs.Table, *bench.Recorded, error) {
+	b, err := safefile.ReadFile(context.Background(), path, maxGuestLog, safefile.FollowLinks)
+	if err != nil {
+		return nil, nil, ndst.Usagef("%s: %v", flag, err)
+	}
+	table, rec, err := bench.ParseGuestLog(bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return table, rec, nil
+}
+
+// sameGuest refuses two guests whose kernel release, CPU count or
+// preemption model differ (their "@@ndst-vm guest" headers).
+func sameGuest(a, b string) error {
+	fa, fb := guestFields(a), guestFields(b)
+	for _, k := range []string{"release", "cpus", "preempt"} {
+		if fa[k] != fb[k] {
+			return fmt.Errorf("its guest has %s=%s, the calibrated one %s=%s: measure the same kernel and machine", k, fb[k], k, fa[k])
+		}
+	}
+	return nil
+}
+
+func guestFields(s string) map[string]string {
+	m := map[string]string{}
+	for _, w := range strings.Fields(s) {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // predictNetns compares the emulated kernel's namespace teardown with this
@@ -91,6 +137,7 @@ func newPredictCmd(g *globalOptions) *cobra.Command {
 		netns         string
 		saveCosts     string
 		fromGuest     string
+		measuredIn    string
 		noAttribute   bool
 		netnsMode     bool
 	)
@@ -148,8 +195,11 @@ namespaces deleted all at once, without veth).`,
 				}
 			}
 			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl, Attribute: !noAttribute}
+			if measuredIn != "" && fromGuest == "" {
+				return ndst.Usagef("--measured-in goes with --from-guest (whose calibration predicts its measurements)")
+			}
 			if fromGuest != "" {
-				return g.predictFromGuest(s, fromGuest)
+				return g.predictFromGuest(s, fromGuest, measuredIn)
 			}
 			s.Netlink = g.nlOptions()
 			s.Netlink.Netns = netns
@@ -222,5 +272,6 @@ namespaces deleted all at once, without veth).`,
 	f.StringVar(&saveCosts, "save-costs", "", "when calibrating first, also write the cost table to FILE")
 	f.BoolVar(&noAttribute, "no-attribute", false, "do not sample the real deletes' kernel stacks (no real phases beside the emulated ones)")
 	f.StringVar(&fromGuest, "from-guest", "", "compare with the measurements and calibration in a scripts/vm-run.sh transcript (see scripts/vm-predict.sh) instead of this host")
+	f.StringVar(&measuredIn, "measured-in", "", "with --from-guest: compare with the measurements of this second transcript (the same kernel, CPUs and preemption, booted with a parameter added: scripts/vm-predict.sh --param), predicted with the first one's calibration")
 	return cmd
 }
