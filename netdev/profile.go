@@ -223,7 +223,7 @@ func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, preempt sim.Preempt, ct *c
 			cfg.DivisorOfAll = p.DivisorOfAll
 			first := modernFQSJiffies(hz, cpus)
 			cfg.FQSFirst, cfg.FQSNext = first, first
-			cfg.CondReschedQS = true
+			cfg.CondReschedQS = !cfg.Preemptible // rcu_all_qs: !PREEMPT_RCU only
 			cfg.Expedited = rcu.ExpIPI
 			cfg.Barrier = rcu.BarrierEntrain
 			cfg.Divisor = 7

@@ -68,6 +68,9 @@ func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
 		x.pending++
 		if i != me {
 			d.cpu.SetNeedResched()
+			if r.cfg.Expedited == ExpIPI {
+				d.urgentQS = true // rcu_exp_need_qs (6.18 tree_exp.h l.725-734)
+			}
 		}
 	}
 	switch {

@@ -4,10 +4,12 @@
 // periods (GPs) driven by quiescent states (QS).
 //
 // A QS comes only from what the kernel counts: a context switch, a tick that
-// interrupted user mode or idle, an idle CPU seen by a force-quiescent-state
-// (FQS) scan, cond_resched() where the line reports one (rcu_all_qs), and,
-// for preemptible RCU, a tick that interrupted kernel code outside any
-// reader with preemption enabled.
+// interrupted user mode or idle, a CPU that a force-quiescent-state (FQS)
+// scan finds idle or having passed through idle since its snapshot (the
+// dynticks counter: a context switch alone does not count), cond_resched()
+// on kernels without preemptible RCU while RCU has flagged the CPU as urgent
+// (rcu_all_qs), and, for preemptible RCU, a tick that interrupted kernel code
+// outside any reader with preemption enabled.
 //
 // Implementations, one file each (the rules and their sources are in the
 // files; docs/kernel-2.6-sources.md and docs/kernel-modern-sources.md give
@@ -122,8 +124,12 @@ type Config struct {
 	// GP and between later ones (jiffies_till_first_fqs/next_fqs; 2.6.3x:
 	// RCU_JIFFIES_TILL_FORCE_QS for both).
 	FQSFirst, FQSNext int
-	// CondReschedQS: cond_resched() reports a QS (rcu_all_qs), and FQS
-	// asks CPUs that hold a GP up for too long to reschedule.
+	// CondReschedQS: cond_resched() calls rcu_all_qs, which reports a QS
+	// only while the CPU's rcu_urgent_qs flag is set (modern kernels
+	// without PREEMPT_RCU: 5.10 kernel/sched/core.c _cond_resched l.6132,
+	// 6.18 __cond_resched l.7479-7480; rcu_all_qs 6.18 tree_plugin.h
+	// l.972-992). The flag is set by the FQS scan for a CPU that holds a GP
+	// up past jiffies_to_sched_qs, and by an expedited GP's IPI handler.
 	CondReschedQS bool
 	// SyncUPShortcut: synchronize_rcu returns at once on one CPU with
 	// non-preemptible RCU (rcu_blocking_is_gp in 2.6.3x; modern Tree RCU
@@ -182,7 +188,11 @@ type Stats struct {
 	BarrierNoops     int64
 	FQSScans         int64
 	FQSResched       int64
-	QSReports        int64
+	// UrgentQS counts the rcu_urgent_qs flags FQS set on holdouts;
+	// TickResched the ticks that turned such a flag into a reschedule.
+	UrgentQS    int64
+	TickResched int64
+	QSReports   int64
 	// QSBy counts the quiescent states that a grace period was waiting
 	// for, by what supplied them (QSSource); a QS no grace period needed is
 	// not counted.
@@ -221,6 +231,10 @@ type cpuData struct {
 	qsSrc  QSSource
 	cbs    cblist
 	blimit int
+	// urgentQS is rcu_urgent_qs: RCU needs a QS from this CPU soon (set
+	// by FQS or an expedited GP; cleared by the tick, which then forces a
+	// reschedule, or by rcu_all_qs).
+	urgentQS bool
 	// The rcuc/N thread (CoreKthread): its task, whether core work is
 	// pending, and the task while it runs rcu_core.
 	core     *sim.Task
@@ -349,13 +363,30 @@ func (r *RCU) ContextSwitch(c *sim.CPU) {
 	r.expReport(d)
 }
 
-// CondResched is rcu_all_qs from cond_resched(), where the line has it.
+// CondResched is rcu_all_qs from cond_resched(), where the line has it: a
+// QS only while the CPU's urgent flag is set, which it clears.
 func (r *RCU) CondResched(t *sim.Task) {
-	if r.cfg.CondReschedQS && nestingOf(t).nesting == 0 {
-		d := r.cpus[t.CPU().ID]
+	d := r.cpus[t.CPU().ID]
+	if r.cfg.CondReschedQS && d.urgentQS && nestingOf(t).nesting == 0 {
+		d.urgentQS = false
 		r.impl.contextSwitch(d, QSCondResched)
 		r.expReport(d)
 	}
+}
+
+// urgentTick is the head of rcu_sched_clock_irq (6.18 kernel/rcu/tree.c
+// l.2697-2704, the same in 5.10): a tick that finds the urgent flag set
+// forces a reschedule unless it interrupted idle or user mode (themselves
+// quiescent), and clears the flag.
+func (r *RCU) urgentTick(d *cpuData, mode sim.Mode) {
+	if !d.urgentQS {
+		return
+	}
+	if mode != sim.ModeIdle && mode != sim.ModeUser {
+		d.cpu.SetNeedResched()
+		r.stats.TickResched++
+	}
+	d.urgentQS = false
 }
 
 // NeedsTick is rcu_needs_cpu.
@@ -400,8 +431,8 @@ const (
 	QSTickPreempt
 	// QSCondResched is cond_resched()'s rcu_all_qs, without a schedule().
 	QSCondResched
-	// QSFQSIdle is a force-quiescent-state scan that found the CPU idle or
-	// switched since its snapshot.
+	// QSFQSIdle is a force-quiescent-state scan that found the CPU idle, or
+	// having passed through idle since its snapshot.
 	QSFQSIdle
 	// NumQSSources is the number of sources.
 	NumQSSources

@@ -2,6 +2,7 @@ package rcu
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,8 +35,13 @@ var (
 	preempt32 = Config{Flavor: Tree, Preemptible: true, Expedited: ExpNormal}
 	tiny33    = Config{Flavor: Tiny, Expedited: ExpCondResched}
 	modern    = Config{Flavor: Tree, GPKthread: true, Preemptible: true, FQSFirst: 1, FQSNext: 1,
-		CondReschedQS: true, Expedited: ExpIPI, Barrier: BarrierEntrain,
+		Expedited: ExpIPI, Barrier: BarrierEntrain,
 		Divisor: 7, ReschedTime: 3 * sim.Millisecond, BatchOnlyIfBusy: true}
+	// modernNP is a modern kernel without PREEMPT_RCU (Debian 5.10):
+	// cond_resched() calls rcu_all_qs.
+	modernNP = Config{Flavor: Tree, GPKthread: true, FQSFirst: 1, FQSNext: 1,
+		CondReschedQS: true, Expedited: ExpIPI, Barrier: BarrierEntrain, StallTimeout: 21 * sim.Second,
+		Divisor: 7, ReschedTime: 3 * sim.Millisecond, BatchOnlyIfBusy: true, DivisorOfAll: true}
 )
 
 // callbackTime queues a callback 300 µs into the first jiffy, sleeps a
@@ -371,5 +377,77 @@ func TestPreemptRTCoreInKthreadsAndNoExpedited(t *testing.T) {
 	}
 	if s := m.r.Stats(); s.GPsCompleted != 1 || took < 2*4*sim.Millisecond || took > 3*4*sim.Millisecond {
 		t.Errorf("expedited on RT took %v with %d normal GPs; want one normal GP of 2-3 ticks", took, s.GPsCompleted)
+	}
+}
+
+func TestCondReschedReportsOnlyWhenUrgent(t *testing.T) {
+	// Modern Tree RCU, 2 CPUs, HZ=250: a kernel loop on CPU0 that calls
+	// cond_resched() every 100 µs while CPU1 is idle. Without PREEMPT_RCU
+	// the loop's ticks are no QS, and rcu_all_qs reports only once FQS has
+	// flagged the CPU as urgent, past jiffies_to_sched_qs (25 jiffies) into the
+	// GP; with PREEMPT_RCU cond_resched() reports nothing, and the tick
+	// outside a reader does at once.
+	for _, tc := range []struct {
+		name            string
+		cfg             Config
+		minGP, maxGP    sim.Time
+		urgent          bool
+		want, wantNever QSSource
+	}{
+		{"!PREEMPT_RCU", modernNP, 100 * sim.Millisecond, 120 * sim.Millisecond, true, QSCondResched, QSTickPreempt},
+		{"PREEMPT_RCU", modern, 0, 20 * sim.Millisecond, false, QSTickPreempt, QSCondResched},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMachine(t, sim.Config{HZ: 250, CPUs: 2, Watchdog: -1}, tc.cfg)
+			var queued, ranAt sim.Time = 0, -1
+			m.e.Go("loop", 0, false, func(tk *sim.Task) {
+				tk.Charge(sim.Millisecond)
+				queued = tk.Now()
+				m.r.CallRCU(tk, func() { ranAt = m.e.Now() })
+				for ranAt < 0 {
+					tk.Charge(100 * sim.Microsecond)
+					tk.CondResched()
+				}
+			})
+			if err := m.e.Run(); err != nil {
+				t.Fatal(err)
+			}
+			st := m.r.Stats()
+			if d := ranAt - queued; d < tc.minGP || d > tc.maxGP {
+				t.Errorf("callback ran %v after call_rcu, want %v..%v", d, tc.minGP, tc.maxGP)
+			}
+			if (st.UrgentQS > 0) != tc.urgent || st.QSBy[tc.want] == 0 || st.QSBy[tc.wantNever] != 0 {
+				t.Errorf("urgent flags %d, QS by source %v; want urgent=%v, %s and no %s", st.UrgentQS, st.QSBy, tc.urgent, tc.want.Name(), tc.wantNever.Name())
+			}
+		})
+	}
+}
+
+func TestFQSDoesNotCreditAContextSwitch(t *testing.T) {
+	// The FQS scan credits a CPU only if it is idle or passed through idle
+	// since the snapshot (the dynticks counter), not one whose tasks
+	// merely switched: CPU1 switches between two tasks all the time and
+	// never idles, so its QS must come from its own tick's rcu_core.
+	m := newMachine(t, sim.Config{HZ: 250, CPUs: 2, Watchdog: -1}, modernNP)
+	done := false
+	for i := range 2 {
+		m.e.Go(fmt.Sprintf("pingpong%d", i), 1, false, func(tk *sim.Task) {
+			for !done {
+				tk.Charge(300 * sim.Microsecond)
+				tk.Schedule()
+			}
+		})
+	}
+	m.e.Go("ndst", 0, false, func(tk *sim.Task) {
+		m.r.CallRCU(tk, func() { done = true })
+		for !done {
+			tk.ScheduleTimeout(1)
+		}
+	})
+	if err := m.e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.r.Stats(); st.QSBy[QSFQSIdle] != 0 || st.QSBy[QSSwitch] == 0 {
+		t.Errorf("QS by source %v: want CPU1 credited for its switches by itself, never by FQS", st.QSBy)
 	}
 }

@@ -20,9 +20,15 @@ import "github.com/ndst-project/ndst/sim"
 //   - The GP kthread (rcu_gp_kthread, unbound): rcu_gp_init, then the FQS
 //     loop: sleep jiffies_till_first_fqs (a timer, so the timer wheel's
 //     rounding applies), or until the last QS is reported; an FQS scan
-//     first snapshots which CPUs are idle (they are quiescent), later scans
-//     report CPUs idle now or since, and ask CPUs that hold the GP up for
-//     too long to reschedule; then every jiffies_till_next_fqs.
+//     first snapshots the CPUs' dynticks state and reports those that are
+//     idle (rcu_watching_snap_save); later scans report CPUs idle now or
+//     that passed through idle since the snapshot (rcu_watching_snap_recheck:
+//     a context switch alone is no such passage), and flag a CPU that has
+//     held the GP up past jiffies_to_sched_qs as urgent (rcu_urgent_qs; its
+//     own next tick then forces a reschedule, or cond_resched() reports
+//     through rcu_all_qs); past halfway to the stall timeout they also
+//     resched_cpu() it once per jiffies_to_sched_qs; then every
+//     jiffies_till_next_fqs.
 //     rcu_gp_cleanup ends the GP; only the kthread's own CPU notes the end
 //     there (every other CPU in its next softirq); another GP starts if one
 //     was asked for meanwhile.
@@ -43,8 +49,9 @@ type tree struct {
 type treeCPU struct {
 	seenStarted, seenCompleted uint64 // rdp->gp_seq
 	coreNeedsQS                bool
-	noQS                       bool // cpu_no_qs.b.norm
-	snap                       int64
+	noQS                       bool  // cpu_no_qs.b.norm
+	snap                       int64 // idle entries at the first scan (watching_snap)
+	lastResched                int64 // last_fqs_resched, in jiffies
 }
 
 func newTree(r *RCU) *tree {
@@ -174,6 +181,7 @@ func (g *tree) qs(d *cpuData, src QSSource) {
 func (g *tree) contextSwitch(d *cpuData, src QSSource) { g.qs(d, src) }
 
 func (g *tree) tick(d *cpuData, mode sim.Mode) {
+	g.r.urgentTick(d, mode)
 	switch {
 	case mode == sim.ModeUser || mode == sim.ModeIdle:
 		g.qs(d, QSTickIdle)
@@ -295,10 +303,15 @@ func (g *tree) fqsLoop(t *sim.Task) {
 }
 
 // fqs is rcu_gp_fqs: report idle CPUs (rcu_watching_snap_save on the first
-// scan, _recheck later) and ask long holdouts to reschedule.
+// scan, _recheck later) and push long holdouts (6.18 kernel/rcu/tree.c
+// l.854-985).
 func (g *tree) fqs(first bool) {
 	g.r.stats.FQSScans++
-	push := g.r.cfg.CondReschedQS && g.r.e.Now()-g.started >= g.holdoutPushDelay()
+	e := g.r.e
+	jtsq := g.holdoutPushDelay()
+	j := e.Jiffies()
+	startJ := e.JiffiesAt(g.started)
+	resched := g.r.cfg.StallTimeout > 0 && j > startJ+int64(g.r.cfg.StallTimeout/2/e.Period()) // jiffies_resched
 	for i, d := range g.r.cpus {
 		if !g.qsmask[i] {
 			continue
@@ -306,28 +319,38 @@ func (g *tree) fqs(first bool) {
 		c := &g.cpu[i]
 		idle := d.cpu.Idle()
 		if first {
-			c.snap = d.cpu.Switches
-		} else if d.cpu.Switches != c.snap {
-			idle = true // it was idle, or switched, since the snapshot
+			c.snap = d.cpu.IdleEntries
+		} else if d.cpu.IdleEntries != c.snap {
+			idle = true // it passed through idle since the snapshot
 		}
-		switch {
-		case idle:
+		if idle {
 			g.r.traceQS(i, "FQS scan (idle)")
 			d.qsSrc = QSFQSIdle
 			g.report(i)
-		case push:
+			continue
+		}
+		if first {
+			continue // the snapshot pass only reports CPUs in an extended QS
+		}
+		if j > startJ+jtsq || resched {
+			if !d.urgentQS {
+				g.r.stats.UrgentQS++
+			}
+			d.urgentQS = true // set again at every scan, as the kernel does
+		}
+		if resched && j > c.lastResched+jtsq {
+			c.lastResched = j
 			d.cpu.SetNeedResched() // resched_cpu
 			g.r.stats.FQSResched++
 		}
 	}
 }
 
-// holdoutPushDelay is when FQS starts asking holdouts to reschedule
-// (jiffies_to_sched_qs): first + 2*next FQS intervals, at least HZ/10.
-func (g *tree) holdoutPushDelay() sim.Time {
+// holdoutPushDelay is jiffies_to_sched_qs: first + 2*next FQS intervals, at
+// least HZ/10 (adjust_jiffies_till_sched_qs, 6.18 tree.c l.458-474).
+func (g *tree) holdoutPushDelay() int64 {
 	j := int64(g.r.cfg.FQSFirst + 2*g.r.cfg.FQSNext)
-	j = max(j, int64(g.r.e.Config().HZ/10))
-	return sim.Time(j) * g.r.e.Period()
+	return max(j, int64(g.r.e.Config().HZ/10))
 }
 
 // gpCleanup is rcu_gp_cleanup.

@@ -25,8 +25,10 @@ import "github.com/ndst-project/ndst/sim"
 //     rcu_do_batch.
 //   - force_quiescent_state: on UP only set_need_resched(), every time;
 //     on SMP, the first scan after a GP starts reports CPUs in dyntick
-//     idle, later scans report CPUs idle now or since, and send a
-//     reschedule IPI to the others (set_need_resched on the scanning CPU).
+//     idle, later scans report CPUs idle now or that passed through
+//     dyntick idle since (rcu_implicit_dynticks_qs: the counter moves on
+//     idle entry and exit, not at a context switch), and send a reschedule
+//     IPI to the others (set_need_resched on the scanning CPU).
 //     Each scan pushes jiffies_force_qs 3 jiffies on.
 type tree26 struct {
 	r                *RCU
@@ -44,7 +46,7 @@ type tree26CPU struct {
 	qsPending        bool
 	passedQuiesc     bool
 	passedCompleted  uint64 // passed_quiesc_completed
-	dyntickSnap      int64  // context switches seen by the first FQS scan
+	dyntickSnap      int64  // idle entries seen by the first FQS scan (the dynticks counter)
 }
 
 // RCU_JIFFIES_TILL_FORCE_QS in 2.6.3x.
@@ -262,12 +264,12 @@ func (g *tree26) fqs(cur *cpuData, relaxed bool) {
 		c := &g.cpu[i]
 		switch {
 		case g.signaled == fqsSaveDyntick:
-			c.dyntickSnap = d.cpu.Switches
+			c.dyntickSnap = d.cpu.IdleEntries
 			if d.cpu.Idle() {
 				d.qsSrc = QSFQSIdle
 				g.quiet(i, cur)
 			}
-		case d.cpu.Idle() || d.cpu.Switches != c.dyntickSnap:
+		case d.cpu.Idle() || d.cpu.IdleEntries != c.dyntickSnap:
 			d.qsSrc = QSFQSIdle
 			g.quiet(i, cur) // rcu_implicit_dynticks_qs
 		default:

@@ -57,6 +57,9 @@ type CPU struct {
 	// done at interrupt exit, whether it interrupted a task or idle.
 	Busy     [numModes]Time
 	Switches int64
+	// IdleEntries counts the CPU's passages into the idle loop (what RCU's
+	// dynticks counter sees: a context switch between tasks is none).
+	IdleEntries int64
 }
 
 // Curr returns the task holding the CPU, or nil when idle.
@@ -191,6 +194,7 @@ func (c *CPU) switchOut(t *Task) {
 		c.switchIn(next)
 		return
 	}
+	c.IdleEntries++
 	c.noteSwitch()
 	c.ensureTick()
 }

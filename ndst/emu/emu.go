@@ -647,6 +647,8 @@ func counters(k *kernel) map[string]int64 {
 		"rcu_barriers":        rs.Barriers,
 		"fqs_scans":           rs.FQSScans,
 		"fqs_resched":         rs.FQSResched,
+		"urgent_qs":           rs.UrgentQS,
+		"tick_resched":        rs.TickResched,
 		"gp_time_ns":          int64(rs.GPTime),
 		"rcu_stalls":          rs.Stalls,
 		"synchronize_net":     ns.SyncNet,
