@@ -29,7 +29,7 @@ until its devices are gone. The host's root namespace is never touched.`,
 			defer cancel()
 			if g.backend == "netlink" {
 				p := g.startProgress(fmt.Sprintf("reset: deleting namespace %s and waiting for its devices to go", g.netns))
-				rep, err := nlbackend.ResetNamespace(ctx, g.nlOptions())
+				rep, err := nlbackend.ResetAll(ctx, g.nlOptions())
 				p.stop()
 				if err != nil {
 					return err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndst-project/ndst/internal/sandboxtest"
 	"github.com/ndst-project/ndst/statefile"
 )
 
@@ -46,7 +47,7 @@ func buildNdst(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := sandboxtest.Run(m)
 	if builtDir != "" {
 		os.RemoveAll(builtDir)
 	}

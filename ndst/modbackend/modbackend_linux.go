@@ -351,6 +351,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
+	if err := b.nl.CheckChange("add"); err != nil {
+		return nil, err
+	}
 	if req.Count < 1 || req.Count > MaxAdd {
 		return nil, ndst.Usagef("the module backend creates 1..%d devices per add (the kernel's %%d names), got %d", MaxAdd, req.Count)
 	}
@@ -396,6 +399,9 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.ready(); err != nil {
+		return nil, err
+	}
+	if err := b.nl.CheckChange("del"); err != nil {
 		return nil, err
 	}
 	if err := ndst.CheckRange(req.Start, req.Stop); err != nil {

@@ -323,7 +323,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		if errors.Is(firstErr, context.Canceled) || errors.Is(firstErr, context.DeadlineExceeded) {
 			firstErr = fmt.Errorf("add interrupted: %w", firstErr)
 		}
-		return fail(res, fmt.Errorf("%w (created %d of %d devices; each is whole, a rerun continues)", firstErr, res.Count, req.Count))
+		return fail(res, fmt.Errorf("%w (%s)", firstErr, restHint(firstErr, "add", "devices", res.Count, req.Count)))
 	}
 	b.log.Debug("add", zap.Int("count", res.Count), zap.String("kind", kind), zap.Duration("wall", time.Duration(res.WallNS)))
 	return res, nil

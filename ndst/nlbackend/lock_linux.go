@@ -38,6 +38,19 @@ var errNetnsLocked = errors.New("network namespace is locked")
 // up to wait (0: try once) and no longer than ctx. The returned function
 // releases it.
 func lockNetns(ctx context.Context, fd int, name string, wait time.Duration) (func(), error) {
+	return flockWait(ctx, fd, "network namespace "+name, wait, func() int {
+		id, err := fdID(fd)
+		if err != nil {
+			return 0
+		}
+		return lockHolder(id)
+	})
+}
+
+// flockWait takes an exclusive flock on fd (what names it in messages),
+// waiting up to wait (0: try once) and no longer than ctx; holder returns
+// the PID that holds it, 0 when unknown. The returned function releases it.
+func flockWait(ctx context.Context, fd int, what string, wait time.Duration, holder func() int) (func(), error) {
 	start := time.Now()
 	deadline := start.Add(max(wait, 0))
 	delay := lockPollFirst
@@ -49,21 +62,19 @@ func lockNetns(ctx context.Context, fd int, name string, wait time.Duration) (fu
 		case err == unix.EINTR:
 			continue
 		case err != unix.EWOULDBLOCK:
-			return nil, fmt.Errorf("lock network namespace %s: %w", name, err)
+			return nil, fmt.Errorf("lock %s: %w", what, err)
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("waiting for the lock of network namespace %s: %w", name, err)
+			return nil, fmt.Errorf("waiting for the lock of %s: %w", what, err)
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
-			holder := "another process"
-			if id, err := fdID(fd); err == nil {
-				if pid := lockHolder(id); pid > 0 {
-					holder = describePID(pid)
-				}
+			who := "another process"
+			if pid := holder(); pid > 0 {
+				who = describePID(pid)
 			}
-			return nil, fmt.Errorf("%w: %s holds the lock of network namespace %s; gave up after waiting %v; let that command finish, or raise --wait-lock",
-				errNetnsLocked, holder, name, now.Sub(start).Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: %s holds the lock of %s; gave up after waiting %v; let that command finish, or raise --wait-lock",
+				errNetnsLocked, who, what, now.Sub(start).Round(time.Millisecond))
 		}
 		t := time.NewTimer(min(delay, deadline.Sub(now)))
 		select {

@@ -42,7 +42,7 @@ func BenchmarkNetnsRatios(b *testing.B) {
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), ipPrefix) || strings.HasPrefix(e.Name(), prefix) {
 				_ = exec.Command("ip", "netns", "del", e.Name()).Run()
-				removeOwner(e.Name())
+				_ = removeRecord(e.Name())
 			}
 		}
 	})

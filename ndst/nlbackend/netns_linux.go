@@ -1,6 +1,7 @@
 package nlbackend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -159,37 +160,23 @@ func openNetns(name string, create bool) (h netns.NsHandle, created bool, err er
 	}
 }
 
-// createNetns does what `ip netns add` does: make /run/netns a shared mount
-// point, create the file, and bind-mount a new network namespace on it. It
+// createNetns does what `ip netns add` does, and records the namespace as
+// ndst's (netnsown_linux.go): make /run/netns a shared mount point, and on
+// a throwaway thread unshare a new network namespace, write its record,
+// create its file and bind-mount it there, all under the registry lock. It
 // reports false when another process created the file first.
 func createNetns(name string) (bool, error) {
-	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
-		return false, fmt.Errorf("create %s: %w", netnsDir, err)
+	unregister, err := lockRegistry(context.Background(), 10*time.Second)
+	if err != nil {
+		return false, err
 	}
-	// Mount propagation: the namespace mounts must be visible from other
-	// mount namespaces, so /run/netns is a shared mount (made one by
-	// bind-mounting it onto itself when it is not a mount point yet).
-	if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
-		if !errors.Is(err, unix.EINVAL) {
-			return false, fmt.Errorf("make %s a shared mount: %w", netnsDir, err)
-		}
-		if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return false, fmt.Errorf("bind-mount %s: %w", netnsDir, err)
-		}
-		if err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
-			return false, fmt.Errorf("make %s a shared mount: %w", netnsDir, err)
-		}
+	defer unregister()
+	if err := ensureNetnsDir(); err != nil {
+		return false, err
 	}
-	p := nsPath(name)
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o444)
-	if errors.Is(err, unix.EEXIST) {
+	if _, err := os.Lstat(nsPath(name)); err == nil {
 		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("create %s: %w", p, err)
-	}
-	unix.Close(fd)
-
 	// unshare(CLONE_NEWNET) moves the calling thread only. It runs on a
 	// locked thread that is never unlocked, so Go discards the thread when
 	// the goroutine ends and nothing else ever runs in the new namespace.
@@ -198,19 +185,28 @@ func createNetns(name string) (bool, error) {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("create network namespace: %w", err)
 		}
-		if err := unix.Mount("/proc/thread-self/ns/net", p, "none", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind-mount the new namespace on %s: %w", p, err)
+		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
 		}
-		return nil
+		defer unix.Close(self)
+		id, err := identityOf(self)
+		if err != nil {
+			return err
+		}
+		return recordAndMount(name, id)
 	})
 	select {
 	case err = <-errc:
 	case <-time.After(10 * time.Second):
-		err = fmt.Errorf("creating network namespace %q took more than 10 s", name)
+		// The thread finishes by itself; a record or file it leaves is a
+		// leftover that the next command removes.
+		return false, fmt.Errorf("creating network namespace %q took more than 10 s", name)
+	}
+	if errors.Is(err, errNameTaken) {
+		return false, nil
 	}
 	if err != nil {
-		_ = unix.Unmount(p, unix.MNT_DETACH)
-		_ = os.Remove(p)
 		return false, err
 	}
 	return true, nil
@@ -256,8 +252,10 @@ func onThrowawayThread(errc chan<- error, fn func() error) {
 	errc <- fn()
 }
 
-// removeNetns unmounts and removes the named namespace's file; a missing
-// file is not an error.
+// removeNetns deletes the named namespace as `ip netns del` does
+// (unmount, remove the file) and then its ownership record; a missing file
+// or record is not an error. Callers have established that the name is
+// ndst's.
 func removeNetns(name string) error {
 	p := nsPath(name)
 	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
@@ -266,5 +264,5 @@ func removeNetns(name string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}
-	return nil
+	return removeRecord(name)
 }

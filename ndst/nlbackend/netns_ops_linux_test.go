@@ -25,7 +25,7 @@ func netnsTemplate(t *testing.T) ndst.NetnsTemplate {
 		for _, e := range ents {
 			if strings.HasPrefix(e.Name(), prefix) {
 				_ = removeNetns(e.Name())
-				removeOwner(e.Name())
+				_ = removeRecord(e.Name())
 				t.Errorf("cleanup: %s was left under %s", e.Name(), netnsDir)
 			}
 		}

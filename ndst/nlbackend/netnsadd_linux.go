@@ -66,10 +66,16 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 		return nil, err
 	}
 	defer unlock()
+	unregister, err := lockRegistry(ctx, b.o.WaitLock)
+	if err != nil {
+		return nil, err
+	}
+	defer unregister()
 	existing, err := scanNetns()
 	if err != nil {
 		return nil, fmt.Errorf("netns add: list %s: %w", netnsDir, err)
 	}
+	existing, cleaned := pruneLocked(existing)
 	names, err := freeNetnsNames(req.Template, existing, req.Count)
 	if err != nil {
 		return nil, err
@@ -93,6 +99,12 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 	}
 	res := b.newResult("netns-add")
 	defer b.hostFacts(res)
+	for _, n := range cleaned.notes() {
+		b.notef(res, "%s", n)
+	}
+	if n := identityNote(); n != "" {
+		b.notef(res, "%s", n)
+	}
 	res.Kind = kind
 	p := nsPlan{
 		loUp: req.LoUp, links: req.Links, linkTmpl: linkTmpl, kind: kind, veth: req.Veth, inner: req.VethInner,
@@ -143,7 +155,7 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 		if errors.Is(err, context.Canceled) {
 			err = fmt.Errorf("netns add interrupted: %w", err)
 		}
-		return fail(res, fmt.Errorf("%w (created %d of %d namespaces, each whole; a rerun adds the rest)", err, len(made), len(names)))
+		return fail(res, fmt.Errorf("%w (%s)", err, restHint(err, "netns add", "namespaces", len(made), len(names))))
 	}
 	return res, nil
 }
@@ -323,7 +335,7 @@ func makeNamespace(p nsPlan, name, hostName string) error {
 		return err
 	}
 	defer unix.Close(self)
-	id, err := fdID(self)
+	id, err := identityOf(self)
 	if err != nil {
 		return err
 	}
@@ -383,27 +395,52 @@ func makeNamespace(p nsPlan, name, hostName string) error {
 		}
 		return firstErr
 	}
-	// Recorded as ndst's before it is mounted; mounted last.
-	if err := writeOwner(name, id); err != nil {
-		return fmt.Errorf("record ownership: %w", err)
+	return recordAndMount(name, id)
+}
+
+// recordAndMount makes the namespace of the calling thread, whose identity
+// is id, ndst's namespace name: its record first, then its file under
+// /run/netns, then the bind mount (see netnsown_linux.go for why in this
+// order). On failure it undoes what it did; an undo that fails is part of
+// the error.
+func recordAndMount(name string, id nsIdentity) error {
+	if err := writeRecord(name, id); err != nil {
+		return err
 	}
 	path := nsPath(name)
+	undo := func(err error, file bool) error {
+		var errs []error
+		if file {
+			if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove %s: %w", path, rerr))
+			}
+		}
+		if rerr := removeRecord(name); rerr != nil {
+			errs = append(errs, rerr)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%w; undoing it failed too: %w", err, errors.Join(errs...))
+		}
+		return err
+	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o444)
 	if err != nil {
-		removeOwner(name)
 		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("%s was taken meanwhile (by another program?)", path)
+			return undo(fmt.Errorf("%s %w meanwhile (by another program?)", path, errNameTaken), false)
 		}
-		return fmt.Errorf("create %s: %w", path, err)
+		return undo(fmt.Errorf("create %s: %w", path, err), false)
 	}
 	unix.Close(fd)
+	hook("netns-file", 0)
 	if err := unix.Mount("/proc/thread-self/ns/net", path, "none", unix.MS_BIND, ""); err != nil {
-		_ = os.Remove(path)
-		removeOwner(name)
-		return fmt.Errorf("bind-mount it on %s: %w", path, err)
+		return undo(fmt.Errorf("bind-mount it on %s: %w", path, err), true)
 	}
 	return nil
 }
+
+// errNameTaken is wrapped when a name under /run/netns was taken between
+// the scan and the create.
+var errNameTaken = errors.New("was taken")
 
 // dialHere opens an rtnetlink socket in the calling thread's namespace.
 func dialHere() (*conn, error) {

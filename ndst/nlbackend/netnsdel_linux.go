@@ -70,10 +70,23 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The locks first, then the scan: a second netns del of the same
+	// range waits for the first and finds what is left.
+	unlock, err := b.beginChange(ctx, "netns del")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	unregister, err := lockRegistry(ctx, b.o.WaitLock)
+	if err != nil {
+		return nil, err
+	}
+	defer unregister()
 	existing, err := scanNetns()
 	if err != nil {
 		return nil, fmt.Errorf("netns del: list %s: %w", netnsDir, err)
 	}
+	existing, cleaned := pruneLocked(existing)
 	var targets []*nsTarget
 	var foreign []string
 	type numbered struct {
@@ -88,7 +101,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	}
 	slices.SortFunc(inRange, func(a, b numbered) int { return a.k - b.k })
 	for _, x := range inRange {
-		if root, _ := rootNamespace(x.n.ID); x.n.Ours && !root {
+		if root, _ := rootNamespace(x.n.ID); x.n.Ours && !root && x.n.ID != b.id {
 			targets = append(targets, &nsTarget{name: x.n.Name, id: x.n.ID, nsid: -1})
 		} else {
 			foreign = append(foreign, x.n.Name)
@@ -104,14 +117,15 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 		}
 		return nil, fmt.Errorf("%w: ndst created none named %s with a number in %d..%d%s", ndst.ErrNoNetns, req.Template, req.Start, req.Stop, skippedNote)
 	}
-	unlock, err := b.beginChange(ctx, "netns del")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	res := b.newResult("netns-del")
 	defer b.hostFacts(res)
 	res.Skipped = len(foreign)
+	for _, n := range cleaned.notes() {
+		b.notef(res, "%s", n)
+	}
+	if n := identityNote(); n != "" {
+		b.notef(res, "%s", n)
+	}
 	if skippedNote != "" {
 		res.Notes = append(res.Notes, skippedNote)
 	}
@@ -290,11 +304,11 @@ func removeNamespace(t *nsTarget) error {
 		return fmt.Errorf("unmount %s: %w", p, err)
 	}
 	t.returned, t.deleted = sender.Monotonic(), true
+	hook("netns-unmounted", 0)
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}
-	removeOwner(t.name)
-	return nil
+	return removeRecord(t.name)
 }
 
 // wait waits until the cleanup of every namespace of ts is done, at most

@@ -34,6 +34,11 @@ type Backend struct {
 	ns      netns.NsHandle
 	id      nsID
 	created bool // Open created the namespace
+	// owned is set when the namespace is ndst's (its ownership record
+	// names it, see netnsown_linux.go); notOwned says why it is not.
+	// Nothing is changed in a namespace that is not.
+	owned    bool
+	notOwned string
 	// root is why the namespace is the host's root ("" when it is not):
 	// changing it is refused unless Options.AllowRootNS.
 	root string
@@ -91,7 +96,29 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	if created {
 		o.Logger.Debug("created network namespace", zap.String("netns", o.Netns))
 	}
+	b.judgeOwnership()
 	return b, nil
+}
+
+// judgeOwnership sets b.owned: the namespace at the name is ndst's and is
+// the one b works in.
+func (b *Backend) judgeOwnership() {
+	n := judgeEntry(b.o.Netns)
+	switch {
+	case n.Ours && n.ID == b.id:
+		b.owned = true
+	case n.Ours:
+		b.notOwned = "the name was bound to another namespace meanwhile"
+	default:
+		b.notOwned = n.Why
+	}
+}
+
+// errForeign refuses to change a namespace ndst did not create.
+func (b *Backend) errForeign(op string) error {
+	return ndst.Usagef("network namespace %s was not created by ndst (%s); ndst does not %s in a namespace it did not create: "+
+		"pass --netns a name that does not exist yet (ndst creates it), or, if %s is a leftover of an older ndst, delete it with 'ip netns del %s' first",
+		b.o.Netns, b.notOwned, op, b.o.Netns, b.o.Netns)
 }
 
 // openOn builds a Backend on an open namespace handle (which it then owns).
@@ -151,13 +178,28 @@ func (b *Backend) errRootNS(op string) error {
 		b.o.Netns, b.root, op)
 }
 
+// CheckChange refuses op in the host's root namespace (unless
+// Options.AllowRootNS) and in a namespace ndst did not create, as the
+// backend's own commands do; the module backend calls it before it makes
+// the module change the namespace.
+func (b *Backend) CheckChange(op string) error {
+	if b.root != "" && !b.o.AllowRootNS {
+		return b.errRootNS(op)
+	}
+	if b.root == "" && !b.owned {
+		return b.errForeign(op)
+	}
+	return nil
+}
+
 // beginChange prepares a command that changes the namespace: it refuses
-// the host's root namespace, takes the namespace lock (see lock_linux.go)
+// the host's root namespace and a namespace ndst did not create, takes the
+// namespace lock (see lock_linux.go)
 // and checks that the name still refers to this namespace. The returned
 // function releases the lock.
 func (b *Backend) beginChange(ctx context.Context, op string) (func(), error) {
-	if b.root != "" && !b.o.AllowRootNS {
-		return nil, b.errRootNS(op)
+	if err := b.CheckChange(op); err != nil {
+		return nil, err
 	}
 	unlock, err := lockNetns(ctx, int(b.ns), b.o.Netns, b.o.WaitLock)
 	if err != nil {

@@ -506,14 +506,31 @@ func TestReset(t *testing.T) {
 	if err := testHandle(t, b).LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
 		t.Fatalf("LinkAdd(other0) = %v", err)
 	}
+	h := testHandle(t, b)
 	b.Close()
+	// A device of someone else's keeps the namespace: ndst's are deleted,
+	// other0 is named with what to do.
 	rep, err := ResetNamespace(context.Background(), Options{Netns: name})
-	if err != nil || !rep.Existed || rep.Stale || rep.Deleted != 6 || !slices.Equal(rep.Foreign, []string{"other0"}) {
-		t.Fatalf("ResetNamespace(%s) = %+v, %v; want it existed, 6 of ndst's deleted, other0 named", name, rep, err)
+	if err == nil || !rep.Existed || !rep.NamespaceKept || rep.Deleted != 6 || !slices.Equal(rep.Kept, []string{"other0"}) ||
+		!strings.Contains(err.Error(), "ip -n "+name+" link del DEVICE") {
+		t.Fatalf("ResetNamespace(%s) = %+v, %v; want 6 of ndst's deleted, the namespace kept for other0, and what to do", name, rep, err)
 	}
 	text := strings.Join(rep.Lines(), "\n")
-	if !strings.Contains(text, "deleted, with 6 devices of ndst's") || !strings.Contains(text, "not created by ndst: other0") {
+	if !strings.Contains(text, "kept: 6 devices of ndst's deleted") || !strings.Contains(text, "not created by ndst left: other0") {
 		t.Errorf("report text %q, want it to count ndst's devices and name other0", text)
+	}
+	if l, err := h.LinkByName("other0"); err != nil || l == nil {
+		t.Fatalf("other0 after reset: %v; want it kept", err)
+	}
+	if err := h.LinkDel(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "other0"}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = ResetNamespace(context.Background(), Options{Netns: name})
+	if err != nil || !rep.Existed || rep.NamespaceKept || rep.Deleted != 0 {
+		t.Fatalf("ResetNamespace(%s) once other0 is gone = %+v, %v; want the namespace deleted", name, rep, err)
+	}
+	if text := strings.Join(rep.Lines(), "\n"); !strings.Contains(text, "deleted, with 0 devices of ndst's") {
+		t.Errorf("report text %q", text)
 	}
 	if _, err := os.Stat(nsPath(name)); !os.IsNotExist(err) {
 		t.Errorf("after Reset, stat %s = %v; want not exist", nsPath(name), err)
@@ -527,8 +544,16 @@ func TestReset(t *testing.T) {
 	if text := strings.Join(rep.Lines(), "\n"); !strings.Contains(text, "does not exist; nothing to do") || strings.Contains(text, "deleted") {
 		t.Errorf("report text for a missing namespace = %q, want \"does not exist; nothing to do\"", text)
 	}
-	// A stale empty file (a creation interrupted before its mount).
+	// An empty file without ndst's record is someone else's (an `ip netns
+	// add` in progress): refused.
 	if err := os.WriteFile(nsPath(name), nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := ResetNamespace(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "ndst has no record of it") {
+		t.Errorf("Reset over an empty file without a record = %+v, %v; want a refusal", rep, err)
+	}
+	// With a record: a creation interrupted before its mount, ndst's.
+	if err := writeRecord(name, nsIdentity{Kind: identityKind(), ID: 1, Ino: nsID{1, 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := Open(context.Background(), Options{Netns: name}); err == nil || !strings.Contains(err.Error(), "not a network namespace") {

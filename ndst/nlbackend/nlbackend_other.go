@@ -69,6 +69,12 @@ func ResetNamespace(ctx context.Context, o Options) (*ResetReport, error) {
 	return nil, ErrNotLinux
 }
 
+// ResetAll fails: the netlink backend needs Linux.
+func ResetAll(ctx context.Context, o Options) (*ResetReport, error) { return ResetNamespace(ctx, o) }
+
+// CheckChange fails: nothing can be changed here.
+func (b *Backend) CheckChange(string) error { return ErrNotLinux }
+
 // Root reports false: nothing can be opened here.
 func (b *Backend) Root() bool { return false }
 

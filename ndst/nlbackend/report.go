@@ -1,6 +1,10 @@
 package nlbackend
 
-import "fmt"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // ResetReport says what ResetNamespace did.
 type ResetReport struct {
@@ -20,35 +24,48 @@ type ResetReport struct {
 	Root bool `json:"root,omitempty"`
 	// Deleted counts ndst's devices deleted.
 	Deleted int `json:"deleted"`
-	// Foreign names the devices not created by ndst that were deleted with
-	// the namespace.
-	Foreign []string `json:"foreign_deleted,omitempty"`
+	// Kept names the virtual devices not created by ndst that the
+	// namespace holds; with any, the namespace is kept (NamespaceKept).
+	Kept          []string `json:"foreign_kept,omitempty"`
+	NamespaceKept bool     `json:"namespace_kept,omitempty"`
 	// Returned names physical devices the kernel moves back to the root
 	// namespace when the namespace goes.
 	Returned []string `json:"returned_to_root,omitempty"`
-	WallNS   int64    `json:"wall_ns"`
+	// Namespaces names ndst's other namespaces deleted (ResetAll), InUse
+	// those left to an ndst still at work, with why.
+	Namespaces []string `json:"namespaces_deleted,omitempty"`
+	InUse      []string `json:"namespaces_in_use,omitempty"`
+	// Notes say what else was cleaned up, or could not be.
+	Notes  []string `json:"notes,omitempty"`
+	WallNS int64    `json:"wall_ns"`
 }
 
 // Lines is the report as lines of text.
 func (r *ResetReport) Lines() []string {
+	var out []string
 	switch {
 	case !r.Existed:
-		return []string{fmt.Sprintf("network namespace %s does not exist; nothing to do", r.Netns)}
+		out = append(out, fmt.Sprintf("network namespace %s does not exist; nothing to do there", r.Netns))
 	case r.Stale:
-		return []string{fmt.Sprintf("removed %s, an empty file left by an interrupted namespace creation (not a namespace)", r.Path)}
+		out = append(out, fmt.Sprintf("%s was an empty file left by an interrupted ndst (not a namespace): removed", r.Path))
+	case r.Root:
+		out = append(out, fmt.Sprintf("name %s removed (it was bound to the host's root namespace, which lives on); %s of ndst's deleted there", r.Netns, plural(r.Deleted, "device")))
+	case r.NamespaceKept:
+		out = append(out, fmt.Sprintf("network namespace %s kept: %s of ndst's deleted, %s not created by ndst left: %s",
+			r.Netns, plural(r.Deleted, "device"), plural(len(r.Kept), "virtual device"), joinNames(r.Kept)))
+	default:
+		out = append(out, fmt.Sprintf("network namespace %s deleted, with %s of ndst's", r.Netns, plural(r.Deleted, "device")))
 	}
-	what := fmt.Sprintf("network namespace %s deleted, with %s of ndst's", r.Netns, plural(r.Deleted, "device"))
-	if r.Root {
-		what = fmt.Sprintf("name %s removed (it was bound to the host's root namespace, which lives on); %s of ndst's deleted there", r.Netns, plural(r.Deleted, "device"))
-	}
-	out := []string{what}
-	if len(r.Foreign) > 0 {
-		out = append(out, fmt.Sprintf("also deleted %s not created by ndst: %s", plural(len(r.Foreign), "device"), joinNames(r.Foreign)))
-	}
-	if len(r.Returned) > 0 {
+	if len(r.Returned) > 0 && !r.NamespaceKept {
 		out = append(out, fmt.Sprintf("%s returned to the root namespace by the kernel: %s", plural(len(r.Returned), "physical device"), joinNames(r.Returned)))
 	}
-	return out
+	if len(r.Namespaces) > 0 {
+		out = append(out, fmt.Sprintf("deleted %s of ndst's: %s", plural(len(r.Namespaces), "other namespace"), joinNames(r.Namespaces)))
+	}
+	if len(r.InUse) > 0 {
+		out = append(out, fmt.Sprintf("left %s of an ndst still at work: %s", plural(len(r.InUse), "namespace"), joinNames(r.InUse)))
+	}
+	return append(out, r.Notes...)
 }
 
 // joinNames lists names, the first 20 of them and how many more.
@@ -73,4 +90,20 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// restHint says what an add that stopped after made of want left, and what
+// adds the rest: each created object is whole, and a rerun of the same
+// command would add want more, not the rest. After an interruption the
+// rest is one command away; after a failure, once its cause is fixed.
+func restHint(err error, cmd, what string, made, want int) string {
+	s := fmt.Sprintf("created %d of %d %s, each whole", made, want, what)
+	if made >= want {
+		return s
+	}
+	rest := fmt.Sprintf("`ndst --backend netlink %s %d` adds the rest", cmd, want-made)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return s + "; " + rest
+	}
+	return s + "; once the cause is fixed, " + rest
 }

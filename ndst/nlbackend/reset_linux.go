@@ -4,23 +4,46 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"time"
 
+	"github.com/ndst-project/ndst/ndst"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
-// ResetNamespace deletes the namespace o.Netns like `ip netns del`, but
-// first deletes its devices itself so that they are gone when it returns:
-// every ndst link with one group delete per interface group, then any other
-// virtual device one by one (they would die with the namespace anyway; the
-// report names them). Each request returns once its devices are freed and
-// is bounded by a timeout. lo and physical devices are left to the kernel,
-// which returns physical ones to the root namespace. It holds the namespace
-// lock throughout. A namespace that does not exist is not an error: the
-// report says so. The host's root namespace is refused unless
-// o.AllowRootNS; even then only ndst's own devices there are deleted.
+// ResetAll removes what ndst made on the real kernel, and nothing else:
+//
+//   - in the namespace o.Netns, when it is ndst's (a namespace it did not
+//     create is refused, changing nothing), ndst's own links, one group
+//     delete per interface group, each request returning once its devices
+//     are freed and bounded by a timeout; then the namespace itself, like
+//     `ip netns del`. A namespace that still holds virtual devices ndst did
+//     not create is kept, and the error names them: deleting it would
+//     delete them, and a veth's peer in another namespace with them.
+//     Physical devices are left to the kernel, which returns them to the
+//     root namespace. The host's root namespace is refused unless
+//     o.AllowRootNS; even then only ndst's own devices there are deleted
+//     and the name removed;
+//   - every other namespace under /run/netns that is ndst's (netns add,
+//     and those of an interrupted calibrate, predict or bench), except one
+//     whose creator still runs or whose lock is held (an ndst at work);
+//   - the leftovers of an ndst killed while it created or deleted a
+//     namespace: ownership records whose namespace is gone, and empty
+//     files under /run/netns that have a record.
+//
+// A namespace that does not exist is not an error: the report says so.
+func ResetAll(ctx context.Context, o Options) (*ResetReport, error) { return reset(ctx, o, true) }
+
+// ResetNamespace is ResetAll for the namespace o.Netns and the leftovers
+// only: what a command that made a throwaway namespace calls when it ends.
 func ResetNamespace(ctx context.Context, o Options) (*ResetReport, error) {
+	return reset(ctx, o, false)
+}
+
+func reset(ctx context.Context, o Options, all bool) (*ResetReport, error) {
 	o, err := o.normalize()
 	if err != nil {
 		return nil, err
@@ -34,61 +57,135 @@ func ResetNamespace(ctx context.Context, o Options) (*ResetReport, error) {
 	start := time.Now()
 	rep := &ResetReport{Op: "reset", Backend: "netlink", Result: "ok", Netns: o.Netns, Path: nsPath(o.Netns)}
 	defer func() { rep.WallNS = int64(time.Since(start)) }()
+	home, err := openHome(o, rep)
+	if err != nil {
+		return nil, err
+	}
+	var homeID nsID
+	if home != nil {
+		defer home.Close()
+		homeID = home.id
+		unlock, err := lockNetns(ctx, int(home.ns), o.Netns, o.WaitLock)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	unregister, err := lockRegistry(ctx, o.WaitLock)
+	if err != nil {
+		return nil, err
+	}
+	defer unregister()
+	var homeErr error
+	if home != nil {
+		if home.vanished() { // deleted by another reset while we waited
+			rep.Existed = false
+		} else if homeErr = resetHome(ctx, home, rep); homeErr != nil && !rep.NamespaceKept {
+			return rep, homeErr
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	existing, err := scanNetns()
+	if err != nil {
+		return rep, fmt.Errorf("reset: list %s: %w", netnsDir, err)
+	}
+	existing, cleaned := pruneLocked(existing)
+	rep.Notes = append(rep.Notes, cleaned.notes()...)
+	if len(cleaned.Failed) > 0 {
+		return rep, fmt.Errorf("reset: could not remove ndst's leftovers: %s", joinNames(cleaned.Failed))
+	}
+	for _, n := range existing {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if !all || !n.Ours || n.Name == o.Netns || (homeID != nsID{} && n.ID == homeID) {
+			continue
+		}
+		if root, _ := rootNamespace(n.ID); root {
+			continue
+		}
+		if why := inUse(n); why != "" {
+			rep.InUse = append(rep.InUse, n.Name+" ("+why+")")
+			continue
+		}
+		if err := removeNetns(n.Name); err != nil {
+			return rep, fmt.Errorf("reset: delete namespace %s: %w", n.Name, err)
+		}
+		rep.Namespaces = append(rep.Namespaces, n.Name)
+	}
+	if n := identityNote(); n != "" {
+		rep.Notes = append(rep.Notes, n)
+	}
+	return rep, homeErr
+}
+
+// openHome opens o.Netns for reset: nil when it does not exist or was a
+// leftover (removed under the registry lock later, by the prune), an error
+// when it is not ndst's.
+func openHome(o Options, rep *ResetReport) (*Backend, error) {
 	p := nsPath(o.Netns)
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return rep, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reset: open %s: %w", p, err)
 	}
 	rep.Existed = true
-	if !isNetnsFD(fd) { // a stale file from an interrupted creation
-		var st unix.Stat_t
-		ferr := unix.Fstat(fd, &st)
+	if !isNetnsFD(fd) {
 		unix.Close(fd)
-		if ferr != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 {
-			return nil, fmt.Errorf("reset: %s is neither a network namespace nor the empty file an interrupted `ip netns add` leaves; not removing it", p)
+		if n := judgeEntry(o.Netns); n.Leftover {
+			rep.Stale = true // the prune removes it
+			return nil, nil
 		}
-		rep.Stale = true
-		return rep, removeNetns(o.Netns)
+		return nil, ndst.Usagef("reset: %s is not a network namespace, and ndst has no record of it (an `ip netns add` in progress, or another program's file?); not removing it", p)
 	}
 	b, err := openOn(o, netns.NsHandle(fd))
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	defer b.Close()
-	if b.root != "" && !o.AllowRootNS {
-		return nil, b.errRootNS("reset")
-	}
-	unlock, err := lockNetns(ctx, int(b.ns), o.Netns, o.WaitLock)
-	if err != nil {
+	b.judgeOwnership()
+	if err := b.CheckChange("reset"); err != nil {
+		b.Close()
 		return nil, err
 	}
-	defer unlock()
-	if b.vanished() { // deleted by another reset while we waited
-		rep.Existed = false
-		return rep, nil
-	}
-	if err := b.deleteAll(ctx, rep); err != nil {
-		return nil, fmt.Errorf("reset %s: %w (deleted %d devices of ndst's so far)", o.Netns, err, rep.Deleted)
+	return b, nil
+}
+
+// resetHome deletes ndst's links in the home namespace, then the namespace
+// unless it holds devices of someone else's.
+func resetHome(ctx context.Context, b *Backend, rep *ResetReport) error {
+	if err := b.deleteOwned(ctx, rep); err != nil {
+		return fmt.Errorf("reset %s: %w (deleted %d devices of ndst's so far)", b.o.Netns, err, rep.Deleted)
 	}
 	if b.root != "" {
 		rep.Root = true // the name is removed; the namespace itself lives on
+		rep.Kept = nil
+		return removeNetns(b.o.Netns)
 	}
-	return rep, removeNetns(o.Netns)
+	if pids := processesIn(b.id); len(pids) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s still in namespace %s (pid %s): it lives on, without its name, until they leave it",
+			plural(len(pids), "process"), b.o.Netns, joinNames(pids)))
+	}
+	if len(rep.Kept) > 0 {
+		rep.Result = ndst.ResultError
+		rep.NamespaceKept = true
+		return fmt.Errorf("reset: network namespace %s holds %s that ndst did not create: %s; deleting the namespace would delete them "+
+			"(and a veth's peer in another namespace with it), so it was kept, with ndst's %s deleted; delete those devices "+
+			"(ip -n %s link del DEVICE) or the namespace (ip netns del %s) yourself, then rerun reset",
+			b.o.Netns, plural(len(rep.Kept), "virtual device"), joinNames(rep.Kept), plural(rep.Deleted, "device"), b.o.Netns, b.o.Netns)
+	}
+	return removeNetns(b.o.Netns)
 }
 
-// Reset is ResetNamespace without the report.
-func Reset(ctx context.Context, o Options) error {
-	_, err := ResetNamespace(ctx, o)
-	return err
-}
-
-// deleteAll deletes every ndst link, one group delete per group, then
-// (except in the root namespace) the other virtual devices one by one.
-func (b *Backend) deleteAll(ctx context.Context, rep *ResetReport) error {
+// deleteOwned deletes every ndst link, one group delete per group, and
+// lists in rep the devices it leaves: virtual devices of others (Kept) and
+// physical ones (Returned, which the kernel gives back to the root
+// namespace when the namespace goes).
+func (b *Backend) deleteOwned(ctx context.Context, rep *ResetReport) error {
 	links, err := b.dump()
 	if err != nil {
 		return err
@@ -99,7 +196,13 @@ func (b *Backend) deleteAll(ctx context.Context, rep *ResetReport) error {
 			groups[l.Group]++
 		}
 	}
-	for g, n := range groups {
+	order := make([]uint32, 0, len(groups))
+	for g := range groups {
+		order = append(order, g)
+	}
+	slices.Sort(order)
+	for _, g := range order {
+		n := groups[g]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -119,33 +222,72 @@ func (b *Backend) deleteAll(ctx context.Context, rep *ResetReport) error {
 		}
 	}
 	for _, l := range links {
-		if Owned(l.Group) || l.Kind == "loopback" {
-			continue
-		}
-		if l.Kind == "" { // no link kind: a physical device
-			rep.Returned = append(rep.Returned, l.Name)
-			continue
-		}
-		if b.root != "" {
-			continue // the host's devices are never touched
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var m msg
-		seq := b.c.nextSeq()
-		appendDelLink(&m, seq, l.Index, 0)
-		err := b.bounded(requestTimeout+time.Second, "delete "+l.Name, func() error { return b.c.request(&m, seq, requestTimeout) })
 		switch {
-		case err == nil:
-			rep.Foreign = append(rep.Foreign, l.Name)
-		case errors.Is(err, unix.ENODEV), errors.Is(err, unix.EOPNOTSUPP):
-		default:
-			return fmt.Errorf("delete %s: %w", l.Name, err)
+		case Owned(l.Group) || l.Kind == "loopback":
+		case l.Kind == "": // no link kind: a physical device
+			if b.root == "" {
+				rep.Returned = append(rep.Returned, l.Name)
+			}
+		case b.root == "":
+			name := l.Name
+			if l.Kind == "veth" && !l.PeerHere && l.PeerNsid >= 0 {
+				name += " (a veth whose peer is in another namespace)"
+			}
+			rep.Kept = append(rep.Kept, name)
 		}
-	}
-	if b.root != "" {
-		rep.Returned = nil
 	}
 	return nil
+}
+
+// inUse says why reset must leave ndst's namespace n alone ("" when it may
+// delete it): the ndst that created it still runs (this process
+// included), or an ndst holds its lock.
+func inUse(n namespace) string {
+	if n.rec.creatorAlive() {
+		return "its creator, " + describePID(n.rec.pid) + ", still runs"
+	}
+	fd, err := unix.Open(nsPath(n.Name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	unlock, err := lockNetns(context.Background(), fd, n.Name, 0)
+	if err != nil {
+		return "in use: " + err.Error()
+	}
+	unlock()
+	return ""
+}
+
+// maxProcScan bounds how many processes processesIn looks at.
+const maxProcScan = 1 << 16
+
+// processesIn lists the PIDs whose network namespace is id, at most 20.
+func processesIn(id nsID) []string {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(maxProcScan)
+	var out []string
+	for _, s := range names {
+		pid, err := strconv.Atoi(s)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if got, err := statID("/proc/" + s + "/ns/net"); err == nil && got == id {
+			out = append(out, s)
+			if len(out) == 20 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Reset is ResetNamespace without the report.
+func Reset(ctx context.Context, o Options) error {
+	_, err := ResetNamespace(ctx, o)
+	return err
 }

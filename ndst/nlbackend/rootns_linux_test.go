@@ -75,7 +75,11 @@ func TestRootNamespaceByIdentity(t *testing.T) {
 	suffix := fmt.Sprintf("%d-%x", os.Getpid(), rand.Uint32())
 	attached := "ndst-netlink-attached-" + suffix
 	other := freshNS(t)
-	mustRun(t, "ip", "netns", "add", other)
+	// ndst's, so that ndst may change it (a namespace of `ip netns add` is
+	// refused as someone else's).
+	if made, err := createNetns(other); err != nil || !made {
+		t.Fatalf("createNetns(%s) = %v, %v", other, made, err)
+	}
 
 	// ip netns attach NAME PID bind-mounts /proc/PID/ns/net on the name.
 	pid := fmt.Sprint(os.Getpid())

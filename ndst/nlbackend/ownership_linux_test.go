@@ -1,0 +1,343 @@
+package nlbackend
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndst-project/ndst/internal/sandboxtest"
+	"github.com/ndst-project/ndst/ndst"
+	"golang.org/x/sys/unix"
+)
+
+// The hostile suite, ownership: which namespaces are ndst's, by an identity
+// the kernel never reuses, and nothing done in one that is not. These run
+// in the package's sandbox (sandbox_test.go): a private mount namespace
+// with its own /run/netns and /run/ndst.
+
+// needIP skips a test that drives iproute2.
+func needIP(t *testing.T) {
+	t.Helper()
+	skipUnlessRoot(t)
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("iproute2 (ip) is not installed: it plays the other program")
+	}
+}
+
+// TestOwnershipSurvivesInodeReuse: a user's `ip netns del` of an ndst
+// namespace and `ip netns add` of the same name, which often gets the same
+// nsfs inode (3 of 3 tries on 6.18), must not make the new namespace
+// ndst's: it is listed as foreign, netns del refuses it, reset leaves it,
+// and the dangling record is dropped.
+func TestOwnershipSurvivesInodeReuse(t *testing.T) {
+	needIP(t)
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	tmpl := netnsTemplate(t)
+	ctx := context.Background()
+	reused := 0
+	for try := range 3 {
+		r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1, Template: tmpl})
+		if err != nil || r.Count != 1 {
+			t.Fatalf("NetnsAdd(1) = %+v, %v", r, err)
+		}
+		name := tmpl.Name(1)
+		before, _ := statID(nsPath(name))
+		mustRun(t, "ip", "netns", "del", name)
+		// The inode is free once the kernel's cleanup of the namespace
+		// has run; the user's next namespace then takes it (the lowest
+		// free number). Retried until it does, for a few seconds.
+		var after nsID
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			time.Sleep(100 * time.Millisecond)
+			mustRun(t, "ip", "netns", "add", name)
+			after, _ = statID(nsPath(name))
+			if after == before || time.Now().After(deadline) {
+				break
+			}
+			mustRun(t, "ip", "netns", "del", name)
+		}
+		if before == after {
+			reused++
+		}
+		t.Logf("try %d: inode %d before, %d after the user's del and add", try, before.ino, after.ino)
+		if kind := identityKind(); kind == kindInode && before == after {
+			t.Skipf("this kernel has neither NS_GET_ID nor SO_NETNS_COOKIE, and the inode was reused: the degraded case, which says so")
+		}
+		list, err := b.NetnsList(ctx, ndst.NetnsListRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range list {
+			if n.Name == name && !n.Foreign {
+				t.Errorf("try %d: NetnsList calls the user's %s ndst's", try, name)
+			}
+		}
+		if r, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 10, Template: tmpl}); !errors.Is(err, ndst.ErrNoNetns) {
+			t.Errorf("try %d: NetnsDel over the user's namespace = %+v, %v; want ErrNoNetns", try, r, err)
+		}
+		if _, err := readRecord(name); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("try %d: the record of the deleted ndst namespace is still there (%v); want it dropped", try, err)
+		}
+		rep, err := ResetAll(ctx, Options{Netns: b.o.Netns + "-none"})
+		if err != nil {
+			t.Fatalf("ResetAll = %+v, %v", rep, err)
+		}
+		if _, err := os.Stat(nsPath(name)); err != nil {
+			t.Fatalf("try %d: reset removed the user's %s: %v", try, name, err)
+		}
+		mustRun(t, "ip", "netns", "del", name)
+		time.Sleep(300 * time.Millisecond) // its inode free again for the next try
+	}
+	t.Logf("the kernel gave the user's namespace the same inode %d of 3 times; identity kind %s", reused, identityKind())
+	if reused == 0 {
+		t.Logf("no inode was reused: the checks above ran on new inodes only")
+	}
+}
+
+// TestForeignHomeNamespaceRefused: --netns naming someone else's namespace
+// (made by `ip netns add`, with a process in it and a veth whose peer is in
+// a third namespace) is refused by add, del, netns add, netns del and
+// reset, each saying how to proceed, and nothing there changes.
+func TestForeignHomeNamespaceRefused(t *testing.T) {
+	needIP(t)
+	theirs, third := freshNS(t)+"-theirs", freshNS(t)+"-third"
+	for _, n := range []string{theirs, third} {
+		mustRun(t, "ip", "netns", "add", n)
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", n).Run() })
+	}
+	mustRun(t, "ip", "-n", theirs, "link", "add", "theirveth", "type", "veth", "peer", "name", "peer0", "netns", third)
+	sleeper := exec.Command("ip", "netns", "exec", theirs, "sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	ctx := context.Background()
+	b, err := Open(ctx, Options{Netns: theirs, Kind: "ifb", KindExplicit: true})
+	if err != nil {
+		t.Fatalf("Open(%s) = %v; listing someone else's namespace is allowed", theirs, err)
+	}
+	defer b.Close()
+	if _, err := b.List(ctx, ndst.ListRequest{}); err != nil {
+		t.Errorf("List in someone else's namespace = %v, want it allowed", err)
+	}
+	tmpl := netnsTemplate(t)
+	refusals := map[string]error{}
+	_, refusals["add"] = b.Add(ctx, ndst.AddRequest{Count: 2})
+	_, refusals["del"] = b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1 << 20})
+	_, refusals["netns add"] = b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1, Template: tmpl, Veth: true})
+	_, refusals["netns del"] = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 10, Template: tmpl})
+	_, refusals["reset"] = ResetAll(ctx, Options{Netns: theirs})
+	for op, err := range refusals {
+		if !ndst.IsUsage(err) || !strings.Contains(err.Error(), "was not created by ndst") || !strings.Contains(err.Error(), "pass --netns a name that does not exist yet") {
+			t.Errorf("%s in someone else's namespace = %v; want a usage error saying it is not ndst's and what to do", op, err)
+		}
+	}
+	if _, err := os.Stat(nsPath(theirs)); err != nil {
+		t.Fatalf("their namespace is gone: %v", err)
+	}
+	out, _ := exec.Command("ip", "-n", theirs, "-o", "link", "show").CombinedOutput()
+	if strings.Count(string(out), "\n") != 2 || !strings.Contains(string(out), "theirveth") {
+		t.Errorf("their namespace's links changed:\n%s", out)
+	}
+	if out, err := exec.Command("ip", "-n", third, "link", "show", "peer0").CombinedOutput(); err != nil {
+		t.Errorf("the veth's peer in the third namespace is gone: %v %s", err, out)
+	}
+	if sleeper.ProcessState != nil {
+		t.Errorf("the process in their namespace ended")
+	}
+}
+
+// TestResetKeepsForeignDevices: in ndst's own namespace, reset deletes
+// ndst's links only; a veth someone added there, whose peer is in a third
+// namespace, keeps the namespace (deleting it would take the peer), and
+// the error names it and says what to do.
+func TestResetKeepsForeignDevices(t *testing.T) {
+	needIP(t)
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	mustAdd(t, b, ndst.AddRequest{Count: 3})
+	third := b.o.Netns + "-third"
+	mustRun(t, "ip", "netns", "add", third)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", third).Run() })
+	mustRun(t, "ip", "-n", b.o.Netns, "link", "add", "visitor", "type", "veth", "peer", "name", "peer0", "netns", third)
+	b.Close()
+	rep, err := ResetAll(context.Background(), Options{Netns: b.o.Netns})
+	if err == nil || rep == nil || !rep.NamespaceKept || rep.Deleted != 3 || len(rep.Kept) != 1 || !strings.Contains(rep.Kept[0], "visitor") ||
+		!strings.Contains(err.Error(), "ip -n "+b.o.Netns+" link del DEVICE") {
+		t.Fatalf("ResetAll = %+v, %v; want ndst's 3 deleted and the namespace kept for visitor, saying what to do", rep, err)
+	}
+	if out, err := exec.Command("ip", "-n", third, "link", "show", "peer0").CombinedOutput(); err != nil {
+		t.Errorf("the visitor's peer in the third namespace is gone: %v %s", err, out)
+	}
+}
+
+// TestRecordFailuresReported: a record that cannot be written fails the
+// namespace's creation (nothing mounted), and one that cannot be removed
+// fails the delete that needed it, saying so; neither is ignored. The
+// records' directory is made read-only by a bind mount in the sandbox.
+func TestRecordFailuresReported(t *testing.T) {
+	skipUnlessRoot(t)
+	if !sandboxtest.In() {
+		t.Skip("needs the package's sandbox (a private mount namespace) for a read-only bind mount")
+	}
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	tmpl := netnsTemplate(t)
+	ctx := context.Background()
+	if r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1, Template: tmpl}); err != nil || r.Count != 1 {
+		t.Fatalf("NetnsAdd(1) = %+v, %v", r, err)
+	}
+	readOnly(t, ownerDir)
+	r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1, Template: tmpl})
+	if err == nil || !strings.Contains(err.Error(), "ownership record") || r.Count != 0 {
+		t.Errorf("NetnsAdd with the records read-only = %+v, %v; want a failure naming the record", r, err)
+	}
+	if _, err := os.Stat(nsPath(tmpl.Name(2))); !os.IsNotExist(err) {
+		t.Errorf("a namespace without a record was mounted: %v", err)
+	}
+	r, err = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 10, Template: tmpl})
+	if err == nil || !strings.Contains(err.Error(), "remove the ownership record") {
+		t.Errorf("NetnsDel with the records read-only = %+v, %v; want a failure naming the record", r, err)
+	}
+	unix.Unmount(ownerDir, 0)
+	if r, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 10, Template: tmpl}); err == nil {
+		t.Logf("after the records are writable again: %+v", r)
+	}
+	if _, err := ResetAll(ctx, Options{Netns: b.o.Netns + "-none"}); err != nil {
+		t.Errorf("ResetAll once writable = %v", err)
+	}
+	if ents, _ := os.ReadDir(ownerDir); len(ents) > 1 { // b's own record
+		t.Errorf("records left: %v", ents)
+	}
+}
+
+// readOnly bind-mounts dir read-only over itself until the test ends.
+func readOnly(t *testing.T, dir string) {
+	t.Helper()
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		unix.Unmount(dir, 0)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, 0) })
+}
+
+// TestConcurrentNetnsDelRescans: two netns del of one range at once; the
+// second waits for the first's locks and then finds nothing left, instead
+// of deleting from a stale list.
+func TestConcurrentNetnsDelRescans(t *testing.T) {
+	skipUnlessRoot(t)
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true, WaitLock: time.Minute})
+	b2, err := Open(context.Background(), Options{Netns: b.o.Netns, Kind: "ifb", KindExplicit: true, WaitLock: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	tmpl := netnsTemplate(t)
+	ctx := context.Background()
+	if r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 20, Template: tmpl, LoUp: true}); err != nil || r.Count != 20 {
+		t.Fatalf("NetnsAdd(20) = %+v, %v", r, err)
+	}
+	type out struct {
+		r   *ndst.Result
+		err error
+	}
+	res := make(chan out, 2)
+	for _, x := range []*Backend{b, b2} {
+		go func() {
+			r, err := x.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 20, Template: tmpl})
+			res <- out{r, err}
+		}()
+	}
+	a, c := <-res, <-res
+	deleted := 0
+	nothing := 0
+	for _, o := range []out{a, c} {
+		switch {
+		case o.err == nil:
+			deleted += o.r.Count
+		case errors.Is(o.err, ndst.ErrNoNetns):
+			nothing++
+		default:
+			t.Errorf("a netns del failed: %v", o.err)
+		}
+	}
+	if deleted != 20 || nothing != 1 {
+		t.Errorf("two netns del of one range: %d deleted, %d found nothing (%+v / %+v); want 20 by one, the other none", deleted, nothing, a, c)
+	}
+}
+
+// TestIdentityKinds: the namespace id (NS_GET_ID) and cookie
+// (SO_NETNS_COOKIE) of a namespace agree where the kernel has both (6.18:
+// one ns_common.ns_id), each kind makes records that the same kind reads
+// back as ndst's, and on a kernel with neither, every command that judges
+// ownership says it works by inode.
+func TestIdentityKinds(t *testing.T) {
+	skipUnlessRoot(t)
+	fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	real := identityKind()
+	t.Cleanup(func() { identityKind = func() string { return real } })
+	if real == kindNsid {
+		nsid, _ := ioctlNsID(fd)
+		identityKind = func() string { return kindCookie }
+		cookie, err := identityOf(fd)
+		if err != nil || cookie.ID != nsid || nsid == 0 {
+			t.Errorf("cookie %+v (%v), NS_GET_ID %d: want them equal and not 0", cookie, err, nsid)
+		}
+	}
+	for _, kind := range []string{kindNsid, kindCookie, kindInode} {
+		if kind == kindNsid && real != kindNsid || kind == kindCookie && real == kindInode {
+			continue
+		}
+		t.Run(kind, func(t *testing.T) {
+			identityKind = func() string { return kind }
+			b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+			tmpl := netnsTemplate(t)
+			ctx := context.Background()
+			r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 2, Template: tmpl})
+			if err != nil || r.Count != 2 {
+				t.Fatalf("NetnsAdd = %+v, %v", r, err)
+			}
+			rec, err := readRecord(tmpl.Name(1))
+			if err != nil || rec.id.Kind != kind {
+				t.Errorf("record = %+v, %v; want kind %s", rec, err, kind)
+			}
+			warned := strings.Contains(strings.Join(r.Notes, "\n"), "by nsfs inode only")
+			if warned != (kind == kindInode) {
+				t.Errorf("kind %s: notes %q; the inode note must appear exactly when ownership is by inode", kind, r.Notes)
+			}
+			d, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 2, Template: tmpl})
+			if err != nil || d.Count != 2 {
+				t.Errorf("NetnsDel = %+v, %v", d, err)
+			}
+		})
+	}
+}
+
+// TestRecordFormat: records round-trip; anything else, an older ndst's
+// inode-only record above all, is not taken for ndst's.
+func TestRecordFormat(t *testing.T) {
+	r := record{id: nsIdentity{Kind: kindNsid, ID: 4097, Ino: nsID{4, 4026532316}}, pid: 1234, start: 98765}
+	got, err := parseRecord(r.encode())
+	if err != nil || got != r {
+		t.Fatalf("parseRecord(encode(%+v)) = %+v, %v", r, got, err)
+	}
+	for _, bad := range []string{"", "4 4026532316\n", "ndst netns owner 1\nid nsid 1\ninode 4 5\n", "ndst netns owner 2\nid nsid 1\ninode 4 5\ncreator 1 2\n",
+		"ndst netns owner 1\nid uuid 1\ninode 4 5\ncreator 1 2\n", "ndst netns owner 1\nid nsid 01\ninode 4 5\ncreator 1 2\n",
+		"ndst netns owner 1\nid nsid 1\ninode 4 5\ncreator 1 2\nextra\n"} {
+		if _, err := parseRecord([]byte(bad)); err == nil {
+			t.Errorf("parseRecord(%q) = nil error, want a refusal", bad)
+		}
+	}
+	if _, err := parseRecord([]byte("4 4026532316\n")); !errors.Is(err, errLegacyRecord) {
+		t.Errorf("an inode-only record: %v, want errLegacyRecord", err)
+	}
+}
