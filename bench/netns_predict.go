@@ -275,8 +275,8 @@ func (p *NetnsPredictSpec) measureNetns(ctx context.Context) (map[netnsKey][]nds
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		// Namespaces a failed or interrupted run left behind: ndst's own,
-		// by its template (others in the range are skipped by NetnsDel).
-		_, _ = nb.NetnsDel(cctx, ndst.NetnsDelRequest{Start: 1, Stop: tmpl.MaxNumber(), Template: tmpl})
+		// by its template, deleted without waiting for their cleanup.
+		_, _ = nb.DropNamespaces(tmpl)
 		nb.Close()
 		_ = nlbackend.Reset(cctx, p.Netlink)
 	}()

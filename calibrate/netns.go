@@ -104,11 +104,18 @@ const (
 
 // measureNetns creates netnsSmall and netnsLarge namespaces with lo up and
 // deletes them all at once, netnsRounds times each after a warm-up round.
-func (r *Report) measureNetns(ctx context.Context, b *nlbackend.Backend) error {
+func (r *Report) measureNetns(ctx context.Context, b *nlbackend.Backend) (err error) {
 	tmpl, err := ndst.ParseNetnsTemplate(fmt.Sprintf("ndst-cal%d-%%d", os.Getpid()))
 	if err != nil {
 		return err
 	}
+	// Whatever an interrupted or failed run left (a netns add stopped
+	// half way, a delete that did not finish) goes on every way out.
+	defer func() {
+		if _, derr := b.DropNamespaces(tmpl); derr != nil && err == nil {
+			err = fmt.Errorf("remove the namespaces an unfinished run left: %w", derr)
+		}
+	}()
 	runs := map[int][3][]int64{}
 	cl := map[int][]CleanupRun{}
 	for round := -1; round < netnsRounds; round++ {

@@ -72,6 +72,9 @@ func ResetNamespace(ctx context.Context, o Options) (*ResetReport, error) {
 // ResetAll fails: the netlink backend needs Linux.
 func ResetAll(ctx context.Context, o Options) (*ResetReport, error) { return ResetNamespace(ctx, o) }
 
+// DropNamespaces fails: the netlink backend needs Linux.
+func (b *Backend) DropNamespaces(ndst.NetnsTemplate) (int, error) { return 0, ErrNotLinux }
+
 // CheckChange fails: nothing can be changed here.
 func (b *Backend) CheckChange(string) error { return ErrNotLinux }
 

@@ -291,3 +291,38 @@ func Reset(ctx context.Context, o Options) error {
 	_, err := ResetNamespace(ctx, o)
 	return err
 }
+
+// DropNamespaces deletes ndst's namespaces named by tmpl (any number),
+// like `ip netns del`, without waiting for the kernel's cleanup, and
+// returns how many: what a command that made namespaces for a measurement
+// runs on its way out, an interruption included (it takes no context, so
+// that a cancelled one still cleans up). The registry lock is waited for
+// at most dropWait.
+func (b *Backend) DropNamespaces(tmpl ndst.NetnsTemplate) (int, error) {
+	unregister, err := lockRegistry(context.Background(), dropWait)
+	if err != nil {
+		return 0, err
+	}
+	defer unregister()
+	existing, err := scanNetns()
+	if err != nil {
+		return 0, err
+	}
+	existing, _ = pruneLocked(existing)
+	n := 0
+	var errs []error
+	for _, ns := range existing {
+		if !ns.Ours || tmpl.Number(ns.Name) < 0 || ns.ID == b.id {
+			continue
+		}
+		if err := removeNetns(ns.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// dropWait bounds DropNamespaces' wait for the registry lock.
+const dropWait = 10 * time.Second
