@@ -183,6 +183,10 @@ var to510 = []Change{
 		"kernel/watchdog.c as read at 5.10 and 6.18: the threshold is 2*watchdog_thresh (20 units of 2^30 ns), checked from a per-CPU hrtimer every 4 s that queues the watchdog work: reports at 22-26 s (the model's 2.6.36 line keeps 2.6.35's softlockup.c, whose successor was not read at 2.6.36)", func(p *Profile) {
 			p.Lockup, p.LockupDesign = 20*sim.Second, sim.LockupSampled
 		}},
+	{"", "5.10", "net: the wait loop's rebroadcast waits in rcu_barrier() between its NETDEV_UNREGISTER and linkwatch passes",
+		"each rebroadcast: NETDEV_UNREGISTER under RTNL, RTNL dropped, rcu_barrier(), RTNL again for a pending linkwatch event (read in 5.10 net/core/dev.c l.10479-10499, 6.1 l.10495-10518, 6.18 l.11649-11672; the introducing commit was not identified)", func(p *Profile) {
+			p.RebroadcastBarrier = true
+		}},
 	{"0e4be9e57e8c", "5.10", "net: use exponential backoff in netdev_wait_allrefs",
 		"the wait loop: rcu_barrier, then sleeps of 1, 2, 4 ... 250 ms (rcu_barrier on every pass from cd42ba1c8ac9's stable backport)", func(p *Profile) {
 			p.DefaultStrategy = "backoff"

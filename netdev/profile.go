@@ -40,6 +40,10 @@ type Profile struct {
 	// BarrierInRunTodo: netdev_run_todo does one rcu_barrier() for its list
 	// after dropping RTNL.
 	BarrierInRunTodo bool
+	// RebroadcastBarrier: the wait loop's once-a-second rebroadcast drops
+	// RTNL after the NETDEV_UNREGISTER notifiers for an rcu_barrier(), then
+	// takes RTNL again for the linkwatch queue.
+	RebroadcastBarrier bool
 	// ReadyRefcount is the refcount at which a device may be freed: 0 in
 	// 2.6.3x, 1 in modern kernels (the device's own reference).
 	ReadyRefcount int

@@ -595,6 +595,14 @@ func (r *Registry) Rebroadcast(t *sim.Task, devs []*Device) {
 		}
 		t.Charge(r.Cost(costs.Rebroadcast))
 	}
+	if r.prof.RebroadcastBarrier {
+		// Modern lines drop RTNL for an rcu_barrier() before running a
+		// pending linkwatch event under RTNL again (none is pending for
+		// a device that never came up).
+		r.rtnl.Unlock(t)
+		r.Barrier(t)
+		r.RTNLLock(t)
+	}
 	r.rtnl.Unlock(t)
 }
 
