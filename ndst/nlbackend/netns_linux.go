@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
+	"github.com/ndst-project/ndst/ndst/nlbackend/osthread"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -234,23 +234,9 @@ func socketAt(ns netns.NsHandle, domain, typ, proto int) (int, error) {
 	}
 }
 
-// onThrowawayThread runs fn on a locked OS thread that is not the process's
-// main thread and that Go terminates afterwards (it is never unlocked), and
-// sends fn's result on errc. The main thread is avoided because Go cannot
-// terminate it: it would stay in whatever namespace fn left it, and
-// /proc/self (the main thread) would show that namespace as the process's.
-func onThrowawayThread(errc chan<- error, fn func() error) {
-	runtime.LockOSThread()
-	if unix.Gettid() == unix.Getpid() {
-		// Keep the main thread busy so the inner goroutine gets another.
-		inner := make(chan error, 1)
-		go onThrowawayThread(inner, fn)
-		errc <- <-inner
-		runtime.UnlockOSThread()
-		return
-	}
-	errc <- fn()
-}
+// onThrowawayThread runs fn on an OS thread that ends afterwards (package
+// osthread) and sends fn's result on errc.
+func onThrowawayThread(errc chan<- error, fn func() error) { errc <- osthread.Throwaway(fn) }
 
 // removeNetns deletes the named namespace as `ip netns del` does
 // (unmount, remove the file) and then its ownership record; a missing file

@@ -8,16 +8,6 @@ import (
 	"time"
 )
 
-func TestFieldOffset(t *testing.T) {
-	f := "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:void * work;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n"
-	if off, ok := fieldOffset(f, "function"); !ok || off != 16 {
-		t.Errorf("fieldOffset(function) = %d, %v; want 16, true", off, ok)
-	}
-	if _, ok := fieldOffset(f, "missing"); ok {
-		t.Errorf("fieldOffset(missing) found it")
-	}
-}
-
 // TestCleanupRun deletes a namespace and sees one run of cleanup_net.
 func TestCleanupRun(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -51,5 +41,5 @@ func TestCleanupRun(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("no run of cleanup_net seen within 10 s of deleting a namespace (lost %d)", w.Lost)
+	t.Fatalf("no run of cleanup_net seen within 10 s of deleting a namespace (lost %d)", w.Lost())
 }
