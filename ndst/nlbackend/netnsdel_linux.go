@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
 	"time"
 
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/nlbackend/calltrace"
 	"github.com/ndst-project/ndst/ndst/nlbackend/membarrier"
 	"github.com/ndst-project/ndst/ndst/nlbackend/sender"
 	"github.com/ndst-project/ndst/ndst/nlbackend/wqtrace"
@@ -22,19 +24,34 @@ import (
 // reference; the kernel queues it for its cleanup work and returns. The
 // three times of ndst.NetnsTimes are observed from outside:
 //
-//   - returned: when the unmount returned;
+//   - returned: when the umount2 call returned, from the kernel's
+//     raw_syscalls:sys_exit tracepoint on the deleting thread (package
+//     calltrace). It fires before the thread's return to user space runs
+//     the task work that drops the namespace's last reference, so it comes
+//     before the cleanup can begin. The time read in user space after the
+//     call is what is left where the tracepoint cannot be used, and it can
+//     be late: on a busy CPU the thread may get it back only after the
+//     cleanup, on another CPU, has already unregistered the devices;
 //   - gone: when ndst's namespace saw RTM_DELLINK of the host ends of the
 //     namespace's veth pairs (the kernel unregisters them with the
 //     namespace's own devices, in one batch); a namespace without a veth
 //     pair of its own gets a marker pair before the timing starts when it
-//     is the last deleted;
+//     is the last deleted. It is read when ndst's listener got the
+//     message, which is at or after the kernel sent it;
 //   - done: when the kernel's cleanup_net run that took the namespace
 //     ended, from the workqueue tracepoints (package wqtrace), the run
 //     identified by the RTM_DELNSID it sent for the namespace as it
-//     started. Where the tracepoints cannot be used, a marker namespace,
-//     deleted once the last namespace's cleanup has started, starts its
-//     own cleanup only when that run has returned (the cleanup work is
-//     ordered), and its RTM_DELNSID marks the end.
+//     started: the last run that started before that message arrived and
+//     not before the namespace's delete was called. Where the tracepoints
+//     cannot be used, a marker namespace, deleted once the namespace's
+//     cleanup has started, starts its own cleanup only when that run has
+//     returned (the cleanup work is ordered), and its RTM_DELNSID marks the
+//     end.
+//
+// The three are ordered by what causes what (the delete returns before the
+// cleanup that unregisters the devices ends), so a namespace whose times
+// are not returned <= gone <= done was not observed well enough: the time
+// out of order is left unknown with the reason, never reported.
 //
 // Every wait is bounded (netnsGiveUp); a cleanup that does not end in time
 // is a stuck result, with the kernel's log lines and a verdict.
@@ -43,13 +60,20 @@ import (
 // namespace.
 func netnsGiveUp(n int) time.Duration { return 60*time.Second + time.Duration(n)*10*time.Millisecond }
 
+// The observers; tests replace them to take the paths without tracepoints.
+var (
+	openCleanupWatch = wqtrace.Open
+	openCallWatch    = calltrace.Open
+)
+
 // nsTarget is one namespace a delete takes.
 type nsTarget struct {
 	name     string
 	id       nsID
 	nsid     int   // its id in ndst's namespace (-1: none)
 	peers    []int // host ends of its veth pairs in ndst's namespace
-	returned int64 // CLOCK_MONOTONIC when its unmount returned (0: not deleted)
+	called   int64 // CLOCK_MONOTONIC just before its unmount was called
+	returned int64 // CLOCK_MONOTONIC when its unmount returned, read after it (0: not deleted)
 	deleted  bool
 }
 
@@ -162,10 +186,14 @@ type nsDelete struct {
 
 	mon     *nsMonitor
 	wq      *wqtrace.Watcher
-	markers []*markerNs // fallback for done, in order of use
-	used    int         // markers deleted so far
-	t0, t1  int64       // CLOCK_MONOTONIC at the first delete and when waiting ended
-	gaveUp  time.Duration
+	calls   *calltrace.Watcher // the deleting thread's umount2 returns
+	markers []*markerNs        // fallback for done, in order of use
+	used    int                // markers deleted so far
+	pending *markerNs          // the marker deleted for the wait in progress
+	// kernelTimes is how many targets' returned is the kernel's.
+	kernelTimes int
+	t0, t1      int64 // CLOCK_MONOTONIC at the first delete and when waiting ended
+	gaveUp      time.Duration
 	// doneAt is each target's cleanup end, 0 until seen; runOf its run.
 	doneAt []int64
 	runOf  []int
@@ -250,12 +278,12 @@ func (d *nsDelete) prepare() error {
 	if d.mon, err = startMonitor(b.ns); err != nil {
 		return fmt.Errorf("listen for the namespaces' teardown: %w", err)
 	}
-	if d.wq, err = wqtrace.Open("cleanup_net"); err != nil {
+	if d.wq, err = openCleanupWatch("cleanup_net"); err != nil {
 		n := 1
 		if d.oneAtATime {
 			n = len(d.targets)
 		}
-		b.notef(d.res, "cleanup end from marker namespaces (%v): each one deleted adds its own cleanup run", err)
+		b.notef(d.res, "cleanup end from marker namespaces (the workqueue tracepoints cannot be used: %v): each one deleted adds its own cleanup run", err)
 		for range n {
 			m, err := b.newMarker()
 			if err != nil {
@@ -270,10 +298,21 @@ func (d *nsDelete) prepare() error {
 	return nil
 }
 
-// run deletes the targets and waits for their cleanup.
+// run deletes the targets and waits for their cleanup, on one OS thread
+// whose umount2 returns the kernel records (package calltrace).
 func (d *nsDelete) run(ctx context.Context) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var err error
+	if d.calls, err = openCallWatch(unix.Gettid(), unix.SYS_UMOUNT2); err != nil {
+		d.b.notef(d.res, "returned read in user space after each delete (the system call tracepoint cannot be used: %v)", err)
+		d.calls = nil
+	}
 	d.t0 = sender.Monotonic()
-	defer func() { d.t1 = sender.Monotonic() }()
+	defer func() {
+		d.t1 = sender.Monotonic()
+		d.kernelTimes = d.kernelReturns()
+	}()
 	limit := netnsGiveUp(len(d.targets))
 	for i, t := range d.targets {
 		if err := ctx.Err(); err != nil {
@@ -300,6 +339,7 @@ func removeNamespace(t *nsTarget) error {
 	if id, ok := mountedNetns(p); !ok || id != t.id {
 		return fmt.Errorf("%s changed before it was deleted (by another program?); left alone", p)
 	}
+	t.called = sender.Monotonic()
 	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("unmount %s: %w", p, err)
 	}
@@ -340,27 +380,33 @@ func (d *nsDelete) wait(ctx context.Context, ts []*nsTarget, limit time.Duration
 // end (see the file's comment), noting when.
 func (d *nsDelete) allDone(ts []*nsTarget) bool {
 	if d.wq != nil {
+		// When each RTM_DELNSID arrived, read before the tracepoints: a
+		// run's start is recorded before it sends the message, so every
+		// run that started before an arrival read here is in runs.
+		started := make([]int64, len(ts))
+		for j, t := range ts {
+			started[j] = d.mon.started(t.nsid)
+		}
 		runs := d.wq.Poll()
 		all := true
-		for _, t := range ts {
+		for j, t := range ts {
 			i := d.index(t)
 			if d.doneAt[i] != 0 {
 				continue
 			}
-			started := d.mon.started(t.nsid)
-			if started == 0 {
+			if started[j] == 0 {
 				all = false
 				continue
 			}
 			// The run that took it: the last to start before its
-			// RTM_DELNSID arrived.
+			// RTM_DELNSID arrived, and not before its delete was called.
 			k := -1
-			for j, r := range runs {
-				if r.Start <= started {
-					k = j
+			for r := range runs {
+				if runs[r].Start <= started[j] {
+					k = r
 				}
 			}
-			if k < 0 || runs[k].End == 0 {
+			if k < 0 || runs[k].Start < t.called || runs[k].End == 0 {
 				all = false
 				continue
 			}
@@ -370,24 +416,29 @@ func (d *nsDelete) allDone(ts []*nsTarget) bool {
 		return all
 	}
 	// Markers: once every namespace of ts is being cleaned up, delete the
-	// next marker; its cleanup starts when theirs has returned.
-	for _, t := range ts {
-		if d.mon.started(t.nsid) == 0 {
-			return false
+	// next marker, once for this wait; its cleanup starts when theirs has
+	// returned.
+	if d.pending == nil {
+		for _, t := range ts {
+			if d.mon.started(t.nsid) == 0 {
+				return false
+			}
 		}
-	}
-	m := d.markers[min(d.used, len(d.markers)-1)]
-	if !m.deleted {
-		m.delete()
+		if d.used >= len(d.markers) {
+			return false // cannot happen: one marker per wait
+		}
+		d.pending = d.markers[d.used]
+		d.pending.delete()
 		d.used++
 	}
-	at := d.mon.started(m.nsid)
+	at := d.mon.started(d.pending.nsid)
 	if at == 0 {
 		return false
 	}
 	for _, t := range ts {
 		d.doneAt[d.index(t)] = at
 	}
+	d.pending = nil
 	return true
 }
 
@@ -421,6 +472,57 @@ func (d *nsDelete) stuck(ts []*nsTarget) error {
 	return fmt.Errorf("%w: %s", ndst.ErrStuck, res.Error)
 }
 
+// nsTimes is one namespace's three times (CLOCK_MONOTONIC ns; 0: unknown).
+type nsTimes struct{ returned, gone, done int64 }
+
+// ordered returns t with every time that breaks returned <= gone <= done
+// made unknown, and why (empty when all known times are in order). The
+// order is causal (see the file's comment), so a time out of it was
+// observed too late or matched to the wrong event, and is never reported.
+func ordered(t nsTimes) (nsTimes, string) {
+	var why string
+	if t.done != 0 && t.done < t.returned {
+		t.done = 0
+		why = "its cleanup's end was seen before its delete returned (matched to another run)"
+	}
+	switch {
+	case t.gone == 0:
+	case t.gone < t.returned:
+		t.gone = 0
+		why = "its devices were gone before ndst saw the delete return (a time read in user space, late on a busy CPU)"
+	case t.done != 0 && t.gone > t.done:
+		t.gone = 0
+		why = "the RTM_DELLINK reached ndst only after the cleanup had ended (ndst's listener waited for a CPU)"
+	}
+	return t, why
+}
+
+// kernelReturns gives each deleted target the time its umount2 returned as
+// the kernel recorded it (the k-th return on the deleting thread is the
+// k-th delete called); a return that is missing (the kernel dropped the
+// record) or not within the call as seen from user space leaves the
+// user-space time. It returns how many targets have a kernel time.
+func (d *nsDelete) kernelReturns() int {
+	if d.calls == nil {
+		return 0
+	}
+	times, _ := d.calls.Returns()
+	k, n := 0, 0
+	for _, t := range d.targets {
+		if t.called == 0 {
+			continue
+		}
+		if k < len(times) && times[k] >= t.called && (t.returned == 0 || times[k] <= t.returned) {
+			if t.deleted {
+				t.returned = times[k]
+				n++
+			}
+		}
+		k++
+	}
+	return n
+}
+
 // report fills the result's times.
 func (d *nsDelete) report() {
 	res := d.res
@@ -428,17 +530,18 @@ func (d *nsDelete) report() {
 	if d.oneAtATime {
 		style = ndst.StyleOneAtATime
 	}
+	kernelTimes := d.kernelTimes
 	n := &ndst.NetnsTimes{Style: style}
 	var gone, done []int64
 	var lastReturned, lastGone, lastDone int64
 	allGone, allDone := true, true
 	deleted := 0
+	dropped := map[string]int{}
 	for i, t := range d.targets {
 		if !t.deleted {
 			continue
 		}
 		deleted++
-		lastReturned = max(lastReturned, t.returned)
 		g := int64(0)
 		for _, p := range t.peers {
 			if at := d.mon.gone(p); at > 0 {
@@ -448,16 +551,24 @@ func (d *nsDelete) report() {
 				break
 			}
 		}
+		tt, why := ordered(nsTimes{returned: t.returned, gone: max(g, 0), done: d.doneAt[i]})
+		if why != "" {
+			dropped[why]++
+			if g > 0 && tt.gone == 0 {
+				g = -1
+			}
+		}
+		lastReturned = max(lastReturned, tt.returned)
 		switch {
 		case g > 0:
-			gone = append(gone, g-t.returned)
-			lastGone = max(lastGone, g)
+			gone = append(gone, tt.gone-tt.returned)
+			lastGone = max(lastGone, tt.gone)
 		case i == len(d.targets)-1 || g < 0:
 			allGone = false
 		}
-		if d.doneAt[i] > 0 {
-			done = append(done, d.doneAt[i]-t.returned)
-			lastDone = max(lastDone, d.doneAt[i])
+		if tt.done > 0 {
+			done = append(done, tt.done-tt.returned)
+			lastDone = max(lastDone, tt.done)
 		} else {
 			allDone = false
 		}
@@ -498,11 +609,16 @@ func (d *nsDelete) report() {
 		}
 	}
 	res.Netns = n
-	res.Latency = ndst.Summarize(done)
+	if allDone {
+		res.Latency = ndst.Summarize(done)
+	}
 	res.WallNS = d.t1 - d.t0
 	res.Counters = map[string]int64{"namespaces_deleted": int64(deleted)}
 	if n.Batches != nil {
 		res.Counters["cleanup_runs"] = int64(*n.Batches)
+	}
+	for _, why := range slices.Sorted(maps.Keys(dropped)) {
+		res.Notes = append(res.Notes, fmt.Sprintf("a time of %s left unknown: %s", plural(dropped[why], "namespace"), why))
 	}
 	if lost := d.mon.lostEvents(); lost > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("the kernel dropped %d notifications ndst listened for: some times are unknown", lost))
@@ -515,7 +631,14 @@ func (d *nsDelete) report() {
 	if d.markerVeth != "" {
 		goneHow = fmt.Sprintf("gone from RTM_DELLINK of a marker veth pair (%s) in the last namespace", d.markerVeth)
 	}
-	res.Notes = append(res.Notes, "times: returned when the unmount returned; "+goneHow+"; "+how)
+	retHow := "returned when the umount2 call returned (its sys_exit tracepoint)"
+	switch {
+	case kernelTimes == 0:
+		retHow = "returned read in user space after each umount2 call"
+	case kernelTimes < deleted:
+		retHow = fmt.Sprintf("returned when the umount2 call returned (its sys_exit tracepoint; read in user space for %d of %d)", deleted-kernelTimes, deleted)
+	}
+	res.Notes = append(res.Notes, "times: "+retHow+"; "+goneHow+"; "+how)
 }
 
 func (d *nsDelete) close() {
@@ -524,6 +647,9 @@ func (d *nsDelete) close() {
 	}
 	if d.wq != nil {
 		d.wq.Close()
+	}
+	if d.calls != nil {
+		d.calls.Close()
 	}
 	for _, m := range d.markers {
 		m.delete()
