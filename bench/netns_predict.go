@@ -151,19 +151,22 @@ type NetnsPredictRow struct {
 
 // NetnsPrediction is the outcome of PredictNetns.
 type NetnsPrediction struct {
-	Kernel   string            `json:"kernel"`
-	Profile  string            `json:"profile"`
-	RCU      string            `json:"rcu"`
-	HZ       int               `json:"hz"`
-	CPUs     int               `json:"cpus"`
-	Preempt  string            `json:"preempt"`
-	Costs    string            `json:"costs"`
-	Kind     string            `json:"kind,omitempty"`
-	Rows     []NetnsPredictRow `json:"rows"`
-	Within   int               `json:"within"`
-	Limit    float64           `json:"limit"`
-	LoadAvg  []string          `json:"loadavg,omitempty"`
-	Warnings []string          `json:"warnings,omitempty"`
+	Kernel  string            `json:"kernel"`
+	Profile string            `json:"profile"`
+	RCU     string            `json:"rcu"`
+	HZ      int               `json:"hz"`
+	CPUs    int               `json:"cpus"`
+	Preempt string            `json:"preempt"`
+	Costs   string            `json:"costs"`
+	Kind    string            `json:"kind,omitempty"`
+	Rows    []NetnsPredictRow `json:"rows"`
+	Within  int               `json:"within"`
+	// Compared is how many cells had a measured cleanup end to compare
+	// (Within counts among them; the others show n/a).
+	Compared int      `json:"compared"`
+	Limit    float64  `json:"limit"`
+	LoadAvg  []string `json:"loadavg,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // NetnsPredictLimit is the relative error every cell should stay within.
@@ -232,6 +235,9 @@ func PredictNetns(ctx context.Context, p NetnsPredictSpec) (*NetnsPrediction, er
 			return float64(e-m) / float64(m)
 		}
 		row.Error, row.GoneError = rel(s.DoneNS, row.MeasuredDoneNS), rel(s.GoneNS, row.MeasuredGoneNS)
+		if row.MeasuredDoneNS > 0 {
+			pr.Compared++
+		}
 		if s.OK > 0 && row.MeasuredDoneNS > 0 && math.Abs(row.Error) <= NetnsPredictLimit {
 			pr.Within++
 		} else if row.MeasuredDoneNS == 0 {
@@ -347,7 +353,11 @@ func (pr *NetnsPrediction) WriteTable(w io.Writer) error {
 			r.MeasuredCleanups, r.Predicted.CleanupRuns)
 	}
 	tw.Flush()
-	fmt.Fprintf(&b, "within %.0f%% (cleanup done): %d of %d cells\n", 100*pr.Limit, pr.Within, len(pr.Rows))
+	fmt.Fprintf(&b, "within %.0f%% (cleanup done): %d of %d cells", 100*pr.Limit, pr.Within, pr.Compared)
+	if nm := len(pr.Rows) - pr.Compared; nm > 0 {
+		fmt.Fprintf(&b, " (%d not measured, n/a: not compared)", nm)
+	}
+	b.WriteString("\n")
 	if len(pr.LoadAvg) == 2 {
 		fmt.Fprintf(&b, "load average: %s before the real runs, %s after\n", pr.LoadAvg[0], pr.LoadAvg[1])
 	}

@@ -257,8 +257,8 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 	}
 	if n := r.Netns; n != nil {
 		fmt.Fprintf(&b, "returned: %-10s the last delete returned (%s time; a delete only queues its namespace for cleanup)\n", fmtDur(n.ReturnedNS), clock)
-		fmt.Fprintf(&b, "gone:     %-10s the last of their devices was unregistered (host-side veth ends included)\n", optDur(n.GoneNS))
-		fmt.Fprintf(&b, "done:     %-10s the kernel's cleanup was done: devices freed, final rcu_barrier(), namespaces freed\n", optDur(n.DoneNS))
+		fmt.Fprintf(&b, "gone:     %-10s the last of their devices was unregistered (host-side veth ends included)%s\n", optDur(n.GoneNS), notMeasured(n.GoneNS))
+		fmt.Fprintf(&b, "done:     %-10s the kernel's cleanup was done: devices freed, final rcu_barrier(), namespaces freed%s\n", optDur(n.DoneNS), notMeasured(n.DoneNS))
 	}
 	if r.VirtualNS != nil {
 		fmt.Fprintf(&b, "virtual: %-10s what the emulated kernel takes\n", fmtDur(*r.VirtualNS))
@@ -307,9 +307,17 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 
 func optDur(p *int64) string {
 	if p == nil {
-		return "-"
+		return "n/a"
 	}
 	return fmtDur(*p)
+}
+
+// notMeasured explains an n/a time.
+func notMeasured(p *int64) string {
+	if p == nil {
+		return ": not measured (the notes say why)"
+	}
+	return ""
 }
 
 // batchSizes prints run sizes compactly: "1, 9" or "1, 1, ... (100 runs of 1)".
