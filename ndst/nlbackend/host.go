@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ndst-project/ndst/ndst/nlbackend/pseudofs"
 	"github.com/ndst-project/ndst/safefile"
 )
 
@@ -37,9 +38,11 @@ var (
 	versionFile   = "/proc/sys/kernel/version"
 	cmdlineFile   = "/proc/cmdline"
 	cpuOnlineFile = "/sys/devices/system/cpu/online"
-	debugPreempt  = "/sys/kernel/debug/sched/preempt"
+	debugPreempt  = defaultDebugPreempt
 	realtimeFile  = "/sys/kernel/realtime"
 )
+
+const defaultDebugPreempt = "/sys/kernel/debug/sched/preempt"
 
 // ProbeHost reads HZ (from /proc/config.gz or /boot/config-RELEASE), the
 // number of online CPUs and the preemption model (see probePreempt).
@@ -96,9 +99,9 @@ func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
 	case slices.Contains(version, "PREEMPT_RT"):
 		return "rt", uname
 	}
-	if b, err := safefile.ReadKernelFile(debugPreempt); err == nil {
+	if b, src, ok := readDebugPreempt(); ok {
 		if m := parseDebugPreempt(string(b)); m != "" {
-			return m, debugPreempt
+			return m, src
 		}
 	}
 	dynamic, dynamicFrom := cfg["CONFIG_PREEMPT_DYNAMIC"] == "y", "its config"
@@ -123,6 +126,22 @@ func probePreempt(cfg map[string]string, cfgSource string) (string, string) {
 		return "full", uname
 	}
 	return "", ""
+}
+
+// readDebugPreempt reads sched/preempt of debugfs: where the host mounts it,
+// else (root) from a private mount of debugfs (package pseudofs).
+func readDebugPreempt() ([]byte, string, bool) {
+	if b, err := safefile.ReadKernelFile(debugPreempt); err == nil {
+		return b, debugPreempt, true
+	}
+	if debugPreempt != defaultDebugPreempt || pseudofs.HostMount(pseudofs.Debugfs) != "" {
+		return nil, "", false // a test's file, or debugfs mounted without it
+	}
+	files, src, err := pseudofs.Read(pseudofs.Debugfs, "sched/preempt")
+	if b, ok := files["sched/preempt"]; err == nil && ok {
+		return b, debugPreempt + " (" + src + ")", true
+	}
+	return nil, "", false
 }
 
 // realtimeKernel reports whether /sys/kernel/realtime reads 1.
