@@ -52,6 +52,8 @@ type AddRequest struct {
 	// emulated backend, which registers one device at a time anyway,
 	// ignores it.
 	OneByOne bool
+	// Addrs sets every new device up with addresses (addrs.go).
+	Addrs Addrs
 }
 
 // DelRequest asks to tear down the devices with Start <= ifindex <= Stop.

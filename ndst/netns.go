@@ -63,6 +63,8 @@ type NetnsAddRequest struct {
 	// LoUp sets lo up in each namespace (addresses 127.0.0.1 and ::1 and
 	// their routes, as the kernel adds them).
 	LoUp bool
+	// Addrs sets each namespace's links up with addresses (addrs.go).
+	Addrs Addrs
 }
 
 // NetnsDelRequest asks to delete the namespaces named Template with a number
@@ -266,6 +268,12 @@ func (r *NetnsAddRequest) Normalize() error {
 	}
 	if r.Links < 0 || r.Links > MaxNetnsLinks {
 		return Usagef("--links must be between 0 and %d, got %d", MaxNetnsLinks, r.Links)
+	}
+	if err := r.Addrs.Normalize(); err != nil {
+		return err
+	}
+	if !r.Addrs.IsZero() && r.Links == 0 {
+		return Usagef("--addr4, --addr6 and --up apply to each namespace's links: give --links K")
 	}
 	if r.Template.IsZero() {
 		r.Template = MustNetnsTemplate(DefaultNetnsTemplate)

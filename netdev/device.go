@@ -84,6 +84,9 @@ type Device struct {
 	total   int32
 	// UnregisterStart is when its unregister began (for latency).
 	UnregisterStart sim.Time
+	// readied: the put that made the unregistered device ready was
+	// counted (Stats.LastRef).
+	readied bool
 }
 
 // Refcount returns the device's reference count.

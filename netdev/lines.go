@@ -213,6 +213,7 @@ func init() {
 		p = clone(p)
 		p.Name = l.name
 		p.Changes = append(l.changes[:len(l.changes):len(l.changes)], netnsChanges[l.name]...)
+		p.Changes = append(p.Changes, addrChanges[l.name]...)
 		for _, c := range p.Changes {
 			c.apply(&p)
 		}

@@ -79,9 +79,15 @@ const (
 	KindDummy Kind = iota
 	KindLoopback
 	KindVeth
+	// Kinds of LinkConfig (addr.go, vlan.go).
+	KindIfb
+	KindVLAN
+	KindMacvlan
 )
 
-func (k Kind) String() string { return [...]string{"dummy", "loopback", "veth"}[k] }
+func (k Kind) String() string {
+	return [...]string{"dummy", "loopback", "veth", "ifb", "vlan", "macvlan"}[k]
+}
 
 // Netns is one network namespace other than the initial one.
 type Netns struct {

@@ -98,6 +98,9 @@ type Profile struct {
 	// Netns is how the line creates and destroys network namespaces
 	// (netns_lines.go).
 	Netns NetnsProfile
+	// Addrs is what the line does with up devices' addresses (addr.go,
+	// addr_lines.go).
+	Addrs AddrProfile
 }
 
 // RCUChoice is one RCU implementation a line offers.

@@ -87,6 +87,13 @@ type Stats struct {
 	Warnings       int64
 	ReleaseChecks  int64
 	ReleaseWakeups int64
+	// LastRef counts, by holder, the references whose release made an
+	// unregistered device ready, and LastRefNested those released from a
+	// callback queued by another RCU callback (a second grace period);
+	// UpUnregistered counts the up devices unregistered (addr.go).
+	LastRef        [numHolders]int64
+	LastRefNested  int64
+	UpUnregistered int64
 }
 
 // Registry is one emulated network namespace.
@@ -129,6 +136,8 @@ type Registry struct {
 	RefTracker bool
 	// holds are the --hold rules.
 	holds []Hold
+	// links are the devices that are up, with their addresses (addr.go).
+	links map[*Device]*linkState
 	// OnFree, if set, sees every device as it is freed.
 	OnFree func(*Device)
 
@@ -165,6 +174,7 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 		GiveUp:      max(DefaultGiveUp, e.LockupBound()),
 		rtnl:        new(sim.Mutex),
 	}
+	reg.notifiers = append(reg.notifiers, linkNotifier{})
 	for _, sub := range o.Profile.Subsystems {
 		reg.notifiers = append(reg.notifiers, subsystemNotifier{sub})
 	}
@@ -416,7 +426,7 @@ func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 		d.State = Unregistering
 		r.homeOf(d).unlist(d)
 	}
-	if r.prof.SyncNetInClose {
+	if r.qdiscSync(devs) {
 		r.synchronizeNet(t) // dev_deactivate_many
 	}
 	if r.prof.Batched {
@@ -520,6 +530,13 @@ func (r *Registry) free(t *sim.Task, d *Device) {
 // the callback's CPU.
 func (r *Registry) put(t *sim.Task, d *Device, h Holder) {
 	d.put(h)
+	if d.State == Unregistered && !d.readied && r.Ready(d) {
+		d.readied = true
+		r.stats.LastRef[h]++
+		if r.rcu.InNestedCallback() {
+			r.stats.LastRefNested++
+		}
+	}
 	if !r.CheckOnRelease || d.State != Unregistered {
 		return
 	}

@@ -253,8 +253,10 @@ type RCU struct {
 	exps  []*expGP // expedited GPs in progress
 	stall stallState
 	stats Stats
-	// invoking is the CPU whose softirq is running callbacks, if any.
+	// invoking is the CPU whose softirq is running callbacks, if any;
+	// nested counts the callbacks running that CallRCUNested queued.
 	invoking *sim.CPU
+	nested   int
 }
 
 // New attaches an RCU model to e.

@@ -91,6 +91,10 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 			return refuse(setFlags(cmd, []string{"kind", "no-memory-check"}),
 				"the module makes devices of its own kind, and only the netlink backend estimates kernel memory")
 		}
+		if cmd.Name() == "add" { // --netns NAME: act inside an emulated namespace; --kind ifb: up with a qdisc
+			return refuse(setFlags(cmd, without(netlinkFlags, "netns", "kind")),
+				"--backend sim (the default) runs the emulated kernel, not the real kernel")
+		}
 		if cmd.Name() != "reset" { // --netns NAME: act inside an emulated namespace
 			return refuse(setFlags(cmd, without(netlinkFlags, "netns")),
 				"--backend sim (the default) runs the emulated kernel, not the real kernel")

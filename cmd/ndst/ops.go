@@ -33,6 +33,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func newAddCmd(g *globalOptions) *cobra.Command {
 	var oneByOne bool
+	var addrs ndst.Addrs
 	cmd := &cobra.Command{
 		Use:   "add N",
 		Short: "Create N devices (the 2009 test module's echo N > /proc/sys/net/ndst/add)",
@@ -46,12 +47,16 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := addrs.Normalize(); err != nil {
+				return err
+			}
 			what := fmt.Sprintf("add: creating %d devices %s", n, g.where())
 			return g.timed(true, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
-				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.kind, OneByOne: oneByOne})
+				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.addKind(), OneByOne: oneByOne, Addrs: addrs})
 			})
 		},
 	}
+	addAddrFlags(cmd, &addrs)
 	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "netlink: give every device its own timed create request (a loop of 'ip link add'), for per-device latency, instead of batches")
 	return cmd
 }

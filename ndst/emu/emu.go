@@ -388,6 +388,16 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	if err := b.checkNetns(); err != nil {
 		return nil, err
 	}
+	if err := req.Addrs.Normalize(); err != nil {
+		return nil, err
+	}
+	link, err := linkOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.r.profile.CheckAddrs(link); err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
 	if free := req.Template.MaxNumber() + 1 - b.countMatching(req.Template); req.Count > free {
 		return nil, ndst.Usagef("template %s has room for %d more names, asked for %d", req.Template, free, req.Count)
 	}
@@ -395,6 +405,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		return nil, err
 	}
 	res := b.newResult("add", false)
+	if !req.Addrs.IsZero() {
+		res.Notes = append(res.Notes, "each device "+req.Addrs.String())
+	}
 	wall := time.Now()
 	k, err := b.boot(ctx)
 	if err != nil {
@@ -403,7 +416,7 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	lat := make([]int64, 0, req.Count)
 	var addErr error
 	created := 0
-	virt, runErr := k.run(ctx, func(t *sim.Task, _ sim.Time) {
+	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
 		for range req.Count {
 			if err := ctx.Err(); err != nil { // signal_pending(): the loop stops between devices
 				addErr = err
@@ -411,8 +424,11 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 			}
 			s := t.Now()
 			k.reg.RTNLLock(t)
-			_, err := k.reg.Register(t, req.Template)
+			d, err := k.reg.Register(t, req.Template)
 			k.reg.RTNLUnlock(t)
+			if err == nil {
+				err = k.reg.SetUp(t, d, link, sys)
+			}
 			if err != nil {
 				addErr = err
 				return
@@ -668,6 +684,7 @@ func counters(k *kernel) map[string]int64 {
 	for src := rcu.QSSource(0); src < rcu.NumQSSources; src++ {
 		m["qs_"+src.Name()] = rs.QSBy[src]
 	}
+	addrCounters(ns, m)
 	return m
 }
 

@@ -53,7 +53,7 @@ func explain(r *resolved, res *ndst.Result) []string {
 		case r.cfg.Strategy == "msleep250" && sleeps > 0:
 			rate := float64(n) / (float64(total) / 1e9)
 			what = fmt.Sprintf("%s slept %s in netdev_wait_allrefs (%d msleep(250) in all): about %.0f devices/s, because its last reference (%s) is dropped by an RCU callback that had not run at the first check",
-				unit, per(top.TotalNS()), sleeps, rate, r.rcuHolder())
+				unit, per(top.TotalNS()), sleeps, rate, r.rcuHolder(c))
 			if len(r.cfg.Holds) > 0 {
 				what = fmt.Sprintf("%s slept %s in netdev_wait_allrefs (%d msleep(250) in all) for the references --hold keeps",
 					unit, per(top.TotalNS()), sleeps)
@@ -101,6 +101,10 @@ func explain(r *resolved, res *ndst.Result) []string {
 		what = fmt.Sprintf("most of the time (%.0f%%) was %s", 100*share, ph.Describe(top.Name))
 	}
 	out := []string{what + fmt.Sprintf(" (%.0f%% of %s)", 100*share, dur(total))}
+	if nested := c["last_ref_nested_rcu"]; nested > 0 {
+		out = append(out, fmt.Sprintf("%d of %d devices were ready only after a second grace period: their last reference was an anycast route (IPv6 forwarding), released by fib6_info_destroy_rcu, which aca_free_rcu queues from inside its own callback, so netdev_run_todo's rcu_barrier() does not wait for it",
+			nested, res.Count))
+	}
 	if try != "" {
 		out = append(out, try)
 	}
@@ -135,8 +139,13 @@ func qsSources(c map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// rcuHolder names the subsystem whose reference an RCU callback drops.
-func (r *resolved) rcuHolder() string {
+// rcuHolder names the subsystem whose reference an RCU callback drops: the
+// one whose release made most devices ready, for runs that count it, else
+// the line's.
+func (r *resolved) rcuHolder(c map[string]int64) string {
+	if h, n := lastRef(c); n > 0 {
+		return h
+	}
 	var l []string
 	for _, s := range r.profile.Subsystems {
 		if s.Release == netdev.ReleaseRCU {

@@ -103,6 +103,9 @@ func (k *kernel) restore(d statefile.Device) error {
 	if d.Flags == 0 {
 		return k.reg.Restore(d.Name, int(d.Ifindex))
 	}
+	if hasLinkConfig(d.Flags) {
+		return restoreLink(k.reg, d)
+	}
 	_, err := k.namespaces().RestoreDevice(nil, d.Name, int(d.Ifindex), kindOf(d.Flags), d.Flags&flagUp != 0)
 	return err
 }
@@ -128,7 +131,14 @@ func (b *Backend) bootNetns(ctx context.Context, k *kernel) error {
 			return bad(err)
 		}
 		for _, d := range sn.Devices {
-			if _, err := ns.RestoreDevice(n, d.Name, int(d.Ifindex), kindOf(d.Flags), d.Flags&flagUp != 0); err != nil {
+			dev, err := ns.RestoreDevice(n, d.Name, int(d.Ifindex), kindOf(d.Flags), d.Flags&flagUp != 0)
+			if err == nil && hasLinkConfig(d.Flags) {
+				var c netdev.LinkConfig
+				if c, err = linkConfig(d.Flags); err == nil {
+					err = n.Reg.RestoreLink(dev, c)
+				}
+			}
+			if err != nil {
 				return bad(fmt.Errorf("namespace %s: %w", sn.Name, err))
 			}
 		}
@@ -164,10 +174,12 @@ func (b *Backend) bootNetns(ctx context.Context, k *kernel) error {
 
 // kind names a device's kind for listings.
 func (k *kernel) kind(d *netdev.Device) string {
-	if k.ns == nil {
-		return netdev.KindDummy.String()
+	if k.ns != nil {
+		if kind := k.ns.Kind(d); kind != netdev.KindDummy {
+			return kind.String()
+		}
 	}
-	return k.ns.Kind(d).String()
+	return k.reg.LinkConfigOf(d).Kind.String()
 }
 
 // deletable drops lo from a delete (the kernel refuses to delete it:
@@ -279,6 +291,9 @@ func (k *kernel) persisted(reg *netdev.Registry) []statefile.Device {
 			if k.ns.Up(d) {
 				f |= flagUp
 			}
+		}
+		if hasLinkConfig(f) {
+			f |= linkFlags(reg.LinkConfigOf(d))
 		}
 		out = append(out, statefile.Device{Ifindex: int32(d.Ifindex), Name: d.Name, Flags: f})
 		return true
