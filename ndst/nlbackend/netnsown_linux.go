@@ -385,6 +385,7 @@ func lockRegistry(ctx context.Context, wait time.Duration) (func(), error) {
 // pruned says what pruneLocked removed and what it could not.
 type pruned struct {
 	Records   int      // records of namespaces that are gone
+	Temps     int      // temporary files of records being written when their ndst was killed
 	Leftovers []string // empty files of interrupted ndst runs, removed
 	Failed    []string // what could not be removed, with why
 }
@@ -394,6 +395,9 @@ func (p pruned) notes() []string {
 	var out []string
 	if p.Records > 0 {
 		out = append(out, fmt.Sprintf("dropped %s of namespaces that are gone", plural(p.Records, "ownership record")))
+	}
+	if p.Temps > 0 {
+		out = append(out, fmt.Sprintf("removed %s of records an interrupted ndst was writing", plural(p.Temps, "temporary file")))
 	}
 	if len(p.Leftovers) > 0 {
 		out = append(out, fmt.Sprintf("removed %s left under %s by an interrupted ndst: %s", plural(len(p.Leftovers), "empty file"), netnsDir, joinNames(p.Leftovers)))
@@ -456,8 +460,19 @@ func pruneLocked(existing []namespace) ([]namespace, pruned) {
 	}
 	for _, e := range ents {
 		name := e.Name()
+		if strings.HasPrefix(name, ".tmp-") {
+			// A record's temporary file: records are written under
+			// the registry lock, which this holds, so it is the
+			// leftover of an ndst killed while writing one.
+			if err := os.Remove(filepath.Join(ownerDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				p.Failed = append(p.Failed, err.Error())
+			} else {
+				p.Temps++
+			}
+			continue
+		}
 		if strings.HasPrefix(name, ".") {
-			continue // a record being written (safefile's temporary file)
+			continue
 		}
 		n, ok := byName[name]
 		// A record is dropped when no file has its name, or when the

@@ -341,3 +341,74 @@ func TestRecordFormat(t *testing.T) {
 		t.Errorf("an inode-only record: %v, want errLegacyRecord", err)
 	}
 }
+
+// TestLeftoversOfAKilledNdst builds, one by one, every state an ndst
+// killed at some point of a namespace's creation or deletion can leave
+// (see netnsown_linux.go), beside the look-alikes that are someone else's,
+// and checks that one reset removes exactly ndst's: a record without its
+// namespace, an empty file with a record, a half-written record, and a
+// mounted namespace whose creator is gone; an empty file without a record
+// (an `ip netns add` in progress) and a namespace without one stay.
+func TestLeftoversOfAKilledNdst(t *testing.T) {
+	needIP(t)
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	tmpl := netnsTemplate(t)
+	ctx := context.Background()
+	if r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 3, Template: tmpl}); err != nil || r.Count != 3 {
+		t.Fatalf("NetnsAdd(3) = %+v, %v", r, err)
+	}
+	// 1: killed before its mount: a record, no file.
+	if err := writeRecord(tmpl.Name(11), nsIdentity{Kind: identityKind(), ID: 7, Ino: nsID{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	// 2: killed between the file and the mount, or after the unmount of
+	// a delete: an empty file with a record.
+	os.WriteFile(nsPath(tmpl.Name(12)), nil, 0o444)
+	writeRecord(tmpl.Name(12), nsIdentity{Kind: identityKind(), ID: 8, Ino: nsID{1, 3}})
+	// 3: killed while writing a record.
+	os.WriteFile(ownerPath(".tmp-123456"), []byte("ndst netns ow"), 0o644)
+	// 4: a whole namespace whose creator is gone: namespace 1, its
+	// record rewritten as a dead process's.
+	rec, err := readRecord(tmpl.Name(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	dead.Run()
+	rec.pid, rec.start = dead.Process.Pid, 1
+	os.WriteFile(ownerPath(tmpl.Name(1)), rec.encode(), 0o644)
+	// Someone else's look-alikes: an empty file without a record, and a
+	// namespace of `ip netns add`.
+	os.WriteFile(nsPath(tmpl.Name(21)), nil, 0o444)
+	mustRun(t, "ip", "netns", "add", tmpl.Name(22))
+	t.Cleanup(func() { os.Remove(nsPath(tmpl.Name(21))); exec.Command("ip", "netns", "del", tmpl.Name(22)).Run() })
+
+	rep, err := ResetAll(ctx, Options{Netns: b.o.Netns + "-none"})
+	if err != nil {
+		t.Fatalf("ResetAll = %+v, %v", rep, err)
+	}
+	text := strings.Join(rep.Lines(), "\n")
+	t.Logf("reset:\n%s", text)
+	for _, want := range []string{"dropped 1 ownership record", "removed 1 empty file", "removed 1 temporary file", "deleted 1 other namespace of ndst's: " + tmpl.Name(1)} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reset's report lacks %q", want)
+		}
+	}
+	if !strings.Contains(text, tmpl.Name(2)) || !strings.Contains(text, "still runs") {
+		t.Errorf("reset's report does not name the namespaces of this live process as in use")
+	}
+	for k, want := range map[int]bool{1: false, 2: true, 3: true, 11: false, 12: false, 21: true, 22: true} {
+		_, err := os.Lstat(nsPath(tmpl.Name(k)))
+		if got := err == nil; got != want {
+			t.Errorf("%s exists = %v after reset, want %v", tmpl.Name(k), got, want)
+		}
+	}
+	for _, name := range []string{tmpl.Name(1), tmpl.Name(11), tmpl.Name(12), ".tmp-123456"} {
+		if _, err := os.Lstat(ownerPath(name)); err == nil {
+			t.Errorf("record %s is left", name)
+		}
+	}
+	if r, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 30, Template: tmpl}); err != nil || r.Count != 2 || r.Skipped != 2 {
+		t.Errorf("NetnsDel after reset = %+v, %v; want ndst's 2 deleted, the 2 others skipped", r, err)
+	}
+}
