@@ -10,7 +10,9 @@ import "github.com/ndst-project/ndst/sim"
 // than qhimark (10000) are queued until at most qlowmark (100) remain; if
 // ready callbacks remain, raise_softirq(RCU_SOFTIRQ) again.
 //
-// Modern (kernel/rcu/tree.c, rcu_do_batch): the limit is max(blimit,
+// Modern (kernel/rcu/tree.c, rcu_do_batch): an overloaded CPU (call_rcu_core:
+// its list grew by more than qhimark) runs with blimit raised to 10000, not
+// unbounded, until at most qlowmark remain; the limit is max(blimit,
 // ready >> rcu_divisor) with rcu_divisor = 7; in softirq it stops at the
 // limit only if a reschedule is pending or the CPU is not idle
 // (need_resched() || !is_idle_task(current)), so an idle CPU runs its whole
@@ -49,6 +51,13 @@ func (r *RCU) doBatch(d *cpuData) {
 	}
 	if d.blimit > r.cfg.BatchLimit && d.cbs.len() <= r.cfg.QLowMark {
 		d.blimit = r.cfg.BatchLimit
+	}
+	// Modern kernels reset call_rcu_core's flood trigger as the list
+	// drains (6.18 tree.c l.2653-2658).
+	if n := d.cbs.len(); n == 0 {
+		d.qlenLastFQS, d.fqsSnap = 0, r.stats.FQSScans
+	} else if n < d.qlenLastFQS-r.cfg.QHiMark {
+		d.qlenLastFQS = n
 	}
 	if d.cbs.ready() {
 		r.invokeCore(d)

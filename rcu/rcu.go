@@ -151,7 +151,8 @@ type Config struct {
 
 	// Callback invocation (rcu_do_batch): BatchLimit (blimit) callbacks a
 	// softirq, lifted while more than QHiMark are queued until at most
-	// QLowMark remain; modern kernels raise the limit to the ready count
+	// QLowMark remain (2.6.3x: unbounded; modern: 10000, and the flood
+	// starts a GP or forces an FQS scan at once, tree.go overloaded); modern kernels raise the limit to the ready count
 	// >> Divisor, stop after ReschedTime when the limit exceeds 100, and in
 	// softirq stop at the limit only if a reschedule is pending or the CPU
 	// is not idle (BatchOnlyIfBusy).
@@ -231,6 +232,10 @@ type cpuData struct {
 	qsSrc  QSSource
 	cbs    cblist
 	blimit int
+	// qlenLastFQS and fqsSnap are modern call_rcu_core's hysteresis
+	// (qlen_last_fqs_check, n_force_qs_snap).
+	qlenLastFQS int
+	fqsSnap     int64
 	// urgentQS is rcu_urgent_qs: RCU needs a QS from this CPU soon (set
 	// by FQS or an expedited GP; cleared by the tick, which then forces a
 	// reschedule, or by rcu_all_qs).
@@ -339,8 +344,10 @@ func (r *RCU) CallRCU(t *sim.Task, fn func()) {
 func (r *RCU) enqueue(d *cpuData, fn func()) {
 	r.impl.queue(d, fn)
 	r.stats.CallbacksQueued++
-	if d.cbs.len() > r.cfg.QHiMark {
-		d.blimit = 1 << 30 // rdp->blimit = LONG_MAX: too many queued
+	if o, ok := r.impl.(interface{ overloaded(*cpuData) }); ok {
+		o.overloaded(d) // modern call_rcu_core (tree.go)
+	} else if d.cbs.len() > r.cfg.QHiMark {
+		d.blimit = 1 << 30 // 2.6.3x: rdp->blimit = LONG_MAX, too many queued
 	}
 	d.cpu.KickTick()
 }

@@ -451,3 +451,44 @@ func TestFQSDoesNotCreditAContextSwitch(t *testing.T) {
 		t.Errorf("QS by source %v: want CPU1 credited for its switches by itself, never by FQS", st.QSBy)
 	}
 }
+
+func TestModernFloodStartsAGPOrForcesAScan(t *testing.T) {
+	// call_rcu_core: more than qhimark (here 100) callbacks queued since the
+	// last check start a GP at once when none runs (no waiting for the
+	// tick), and during a GP raise the batch limit to 10000 and force an
+	// FQS scan.
+	cfg := modernNP
+	cfg.QHiMark, cfg.QLowMark = 100, 10
+	m := newMachine(t, sim.Config{HZ: 250, CPUs: 2, Watchdog: -1}, cfg)
+	var startedAt sim.Time = -1
+	var maxBlimit int
+	m.e.Go("flood", 0, false, func(tk *sim.Task) {
+		tk.Charge(sim.Millisecond)
+		for range 101 {
+			m.r.CallRCU(tk, func() {})
+		}
+		tk.Nanosleep(100 * sim.Microsecond) // the GP kthread runs on the idle CPU
+		if m.r.GPInProgress() {
+			startedAt = tk.Now()
+			for range 101 {
+				m.r.CallRCU(tk, func() {})
+			}
+			maxBlimit = m.r.cpus[0].blimit
+		}
+		for m.r.Pending() > 0 {
+			tk.ScheduleTimeout(1)
+		}
+	})
+	if err := m.e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if startedAt < 0 || startedAt >= 4*sim.Millisecond || m.r.Stats().FQSScans == 0 {
+		t.Errorf("a flood with no GP running started one at %v, want at once (before the 4 ms tick)", startedAt)
+	}
+	if maxBlimit != 10000 {
+		t.Errorf("batch limit of the flooded CPU during a GP = %d, want 10000 (DEFAULT_MAX_RCU_BLIMIT)", maxBlimit)
+	}
+	if m.r.Pending() != 0 {
+		t.Errorf("%d callbacks left", m.r.Pending())
+	}
+}

@@ -144,6 +144,32 @@ func (g *tree) startThisGP(seq uint64) {
 	g.wq.WakeAll()
 }
 
+// maxBlimit is DEFAULT_MAX_RCU_BLIMIT: the batch limit of an overloaded CPU.
+const maxBlimit = 10000
+
+// overloaded is the flood check of call_rcu_core (6.18 kernel/rcu/tree.c
+// l.3023-3041; 5.10 l.2881-2899): once a CPU's list has grown by more than
+// qhimark since the last check, start a GP at once if none is running,
+// else raise the CPU's batch limit to 10000 and force a quiescent-state
+// scan now, unless one ran since the last such kick.
+func (g *tree) overloaded(d *cpuData) {
+	if d.cbs.len() <= d.qlenLastFQS+g.r.cfg.QHiMark {
+		return
+	}
+	g.noteGPChanges(d)
+	if !g.gpInProgress() {
+		g.accelerateCBs(d)
+		return
+	}
+	d.blimit = maxBlimit
+	if g.r.stats.FQSScans == d.fqsSnap && d.cbs.len() > 1 {
+		g.fqsFlag = true // rcu_force_quiescent_state: RCU_GP_FLAG_FQS
+		g.wq.WakeAll()
+	}
+	d.fqsSnap = g.r.stats.FQSScans
+	d.qlenLastFQS = d.cbs.len()
+}
+
 // ---- per-CPU GP tracking ----
 
 // noteGPChanges is __note_gp_changes.
