@@ -119,7 +119,7 @@ func (s *Spec) emuConfig(c Cell, seed uint64) emu.Config {
 	return emu.Config{
 		Profile: c.Profile, Strategy: c.Strategy, HZ: c.HZ, CPUs: c.CPUs, Preempt: c.Preempt,
 		RCU: s.RCU, Seed: seed, Costs: s.Costs, Watchdog: s.Watchdog, Jitter: s.Jitter,
-		NameAlloc: s.NameAlloc, Ephemeral: true,
+		NameAlloc: s.NameAlloc, Ephemeral: true, Params: s.Params,
 	}
 }
 

@@ -73,6 +73,10 @@ type Spec struct {
 	Jitter    float64
 	Costs     *costs.Table
 
+	// Params are the emulated kernel's knobs (NAME=VALUE, package knob),
+	// given to every emulated cell.
+	Params []string
+
 	// Template names the devices (default dummy%d).
 	Template ndst.Template
 	// Netlink configures the real-kernel backend; its Netns is the

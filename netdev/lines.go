@@ -137,6 +137,10 @@ var history = []struct {
 			"msleep(ms) sleeps msecs_to_jiffies(ms): each backoff sleep one jiffy shorter", func(p *Profile) { p.MsleepExact = true }},
 	}},
 	{"6.18", []Change{
+		{"a7f6af1322ad", "6.17", "rcu: Enable rcu_normal_wake_from_gp on small systems",
+			"with at most 16 CPUs a normal synchronize_rcu() starts its grace period at once and is woken at its end (rcu_normal_wake_from_gp, 988f569ae041 in 6.10, default off until here)", func(p *Profile) {
+				p.WakeFromGPSmall = true
+			}},
 		{"88df16f851ad", "6.14", "net: sched: calls synchronize_net() only when needed",
 			"dev_deactivate_many syncs only when a qdisc that can enqueue was deactivated: none for a down device (2 synchronize_net a batch, not 3)", func(p *Profile) {
 				p.SyncNetInClose = false
@@ -207,6 +211,7 @@ var ProfileNames []string
 func init() {
 	p := base()
 	p.Netns = netnsBase()
+	p.Knobs = knobsFor(p.Name, nil)
 	Profiles[p.Name] = p
 	ProfileNames = append(ProfileNames, p.Name)
 	for _, l := range history {
@@ -217,6 +222,7 @@ func init() {
 		for _, c := range p.Changes {
 			c.apply(&p)
 		}
+		p.Knobs = knobsFor(p.Name, p.Knobs)
 		Profiles[p.Name] = p
 		ProfileNames = append(ProfileNames, p.Name)
 	}
@@ -225,6 +231,7 @@ func init() {
 func clone(p Profile) Profile {
 	p.Subsystems = append([]Subsystem(nil), p.Subsystems...)
 	p.RCUs = append([]RCUChoice(nil), p.RCUs...)
+	p.Knobs = append([]LineKnob(nil), p.Knobs...)
 	p.Changes = nil
 	return p
 }

@@ -152,13 +152,17 @@ type Namespaces struct {
 	batchNS []sim.Time
 
 	stats NetnsStats
+	// MaxNetNamespaces is user.max_net_namespaces (ucount.go); restored
+	// counts the namespaces loaded from a state file, which count too.
+	MaxNetNamespaces int
+	restored         int64
 }
 
 // NewNamespaces attaches a namespace set to the initial namespace's
 // registry.
 func NewNamespaces(host *Registry, c NetnsCosts) *Namespaces {
 	ns := &Namespaces{host: host, prof: host.prof.Netns, costs: c,
-		byName: map[string]*Netns{}, info: map[*Device]*devInfo{}}
+		byName: map[string]*Netns{}, info: map[*Device]*devInfo{}, MaxNetNamespaces: defaultMaxNetns}
 	host.netns = ns
 	host.notifiers = append(host.notifiers, netnsNotifier{ns})
 	return ns
@@ -294,6 +298,7 @@ func (ns *Namespaces) newRegistry(name string, nextIfindex int) *Netns {
 	reg.CheckOnRelease = h.CheckOnRelease
 	reg.GiveUp = h.GiveUp
 	reg.RefTracker = h.RefTracker
+	reg.WarnEvery = h.WarnEvery
 	reg.holds = h.holds
 	reg.notifiers = append(reg.notifiers, netnsNotifier{ns})
 	n := &Netns{Name: name, Reg: reg, QueuedAt: -1, GoneAt: -1, DoneAt: -1}
@@ -307,6 +312,7 @@ func (ns *Namespaces) Restore(name string, nextIfindex int) (*Netns, error) {
 	if _, ok := ns.byName[name]; ok {
 		return nil, fmt.Errorf("namespace %s restored twice", name)
 	}
+	ns.restored++
 	return ns.newRegistry(name, nextIfindex), nil
 }
 
@@ -383,6 +389,9 @@ var ErrNetnsExists = errors.New("network namespace exists")
 func (ns *Namespaces) Create(t *sim.Task, name string) (*Netns, error) {
 	if _, ok := ns.byName[name]; ok {
 		return nil, fmt.Errorf("%s: %w", name, ErrNetnsExists)
+	}
+	if err := ns.checkNetnsLimit(name); err != nil {
+		return nil, err
 	}
 	prev := t.Phase()
 	defer t.SetPhase(prev)

@@ -101,6 +101,13 @@ type Profile struct {
 	// Addrs is what the line does with up devices' addresses (addr.go,
 	// addr_lines.go).
 	Addrs AddrProfile
+
+	// Knobs are the kernel's knobs the line has, with their defaults
+	// (knob_lines.go).
+	Knobs []LineKnob
+	// WakeFromGPSmall: rcu_normal_wake_from_gp is on by default on
+	// machines of at most 16 CPUs (6.17 on).
+	WakeFromGPSmall bool
 }
 
 // RCUChoice is one RCU implementation a line offers.
@@ -239,6 +246,7 @@ func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, preempt sim.Preempt, ct *c
 			if preempt == sim.PreemptRT {
 				cfg.CoreKthread, cfg.NormalOnly = true, true
 			}
+			cfg.WakeFromGP = p.WakeFromGPSmall && cpus <= wakeFromGPCPUs
 		}
 	}
 	return cfg

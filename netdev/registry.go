@@ -134,6 +134,9 @@ type Registry struct {
 	// RefTracker: the wait loop's warning lists the holders, as
 	// CONFIG_NET_DEV_REFCNT_TRACKER kernels (5.17+) do.
 	RefTracker bool
+	// WarnEvery is net.core.netdev_unregister_timeout_secs: seconds
+	// between the wait loop's warnings (0: the kernel's 10).
+	WarnEvery int
 	// holds are the --hold rules.
 	holds []Hold
 	// links are the devices that are up, with their addresses (addr.go).
@@ -187,6 +190,14 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 
 // Engine returns the simulation engine.
 func (r *Registry) Engine() *sim.Engine { return r.e }
+
+// WarnSeconds is the wait loop's warning interval in seconds.
+func (r *Registry) WarnSeconds() int64 {
+	if r.WarnEvery > 0 {
+		return int64(r.WarnEvery)
+	}
+	return 10
+}
 
 // RCU returns the RCU model.
 func (r *Registry) RCU() *rcu.RCU { return r.rcu }

@@ -11,6 +11,9 @@ import "github.com/ndst-project/ndst/sim"
 //     segment, so it needs no GP of its own; with nothing queued anywhere
 //     it returns at once.
 //   - Tiny RCU: one callback, queued and waited for.
+//   - An offloaded CPU (nocb.go) counts its held-back lazy callbacks as
+//     queued; its bypass is flushed before the entrain and its rcuog
+//     kthread woken (rcu_barrier_entrain).
 // The caller sleeps on a completion the last barrier callback signals.
 
 // Barrier waits until every callback queued before it has run.
@@ -21,7 +24,7 @@ func (r *RCU) Barrier(t *sim.Task) {
 	me := t.CPU().ID
 	var targets []*cpuData
 	for _, d := range r.cpus {
-		if r.cfg.Barrier == BarrierEntrain && r.cfg.Flavor != Tiny && d.cbs.len() == 0 {
+		if r.cfg.Barrier == BarrierEntrain && r.cfg.Flavor != Tiny && d.cbs.len()+bypassLen(d) == 0 {
 			continue
 		}
 		targets = append(targets, d)
@@ -42,6 +45,14 @@ func (r *RCU) Barrier(t *sim.Task) {
 				t.Charge(r.cfg.IPICost)
 			}
 			t.Charge(r.cfg.CallRCUCost)
+			if d.offloaded {
+				if r.barrierEntrainNoCB(d, cb) {
+					r.stats.CallbacksQueued++
+					continue
+				}
+				r.nocbQueue(d, cb, false)
+				continue
+			}
 			if r.cfg.Barrier == BarrierEntrain && d.cbs.entrain(cb) {
 				r.stats.CallbacksQueued++
 				d.cpu.KickTick()

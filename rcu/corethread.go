@@ -26,7 +26,9 @@ func (r *RCU) invokeCore(d *cpuData) {
 	d.coreWork = true
 	if d.core == nil {
 		d.core = r.e.Go(fmt.Sprintf("rcuc/%d", d.cpu.ID), d.cpu.ID, true, func(t *sim.Task) { r.coreThread(d, t) })
-		d.core.SetRT()
+		if !r.cfg.CoreKthreadNormalPrio {
+			d.core.SetRT()
+		}
 		return
 	}
 	d.coreWQ.WakeAll()

@@ -34,8 +34,12 @@ type expGP struct {
 func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
 	r.mustNotBeReader(t, "synchronize_rcu_expedited")
 	exp := r.cfg.Expedited
-	if r.cfg.NormalOnly && exp != ExpNone {
-		exp = ExpNormal // rcu_normal: wait_rcu_gp(call_rcu)
+	if r.cfg.NormalOnly && exp != ExpNone && exp != ExpNormal {
+		// rcu_normal (rcu_gp_is_normal): the normal wait, which
+		// rcu_expedited must not send back here.
+		r.stats.ExpeditedGPs++
+		r.synchronize(t, false)
+		return true
 	}
 	switch exp {
 	case ExpNone:

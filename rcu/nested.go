@@ -12,11 +12,11 @@ func (r *RCU) CallRCUNested(fn func()) {
 		panic("rcu: CallRCUNested outside an RCU callback")
 	}
 	d := r.cpus[c.ID]
-	r.enqueue(d, func() {
+	r.queueFrom(d, func() { // an offloaded CPU's goes to its rcuog (nocb.go)
 		r.nested++
 		fn()
 		r.nested--
-	})
+	}, false)
 	r.spend(d, r.cfg.CallRCUCost)
 }
 

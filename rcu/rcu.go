@@ -122,8 +122,15 @@ type Config struct {
 	GPKthread bool
 	// FQSFirst and FQSNext are the jiffies before the first FQS scan of a
 	// GP and between later ones (jiffies_till_first_fqs/next_fqs; 2.6.3x:
-	// RCU_JIFFIES_TILL_FORCE_QS for both).
+	// RCU_JIFFIES_TILL_FORCE_QS for both). FQSFirstZero makes a zero
+	// FQSFirst mean "scan at once" rather than the default.
 	FQSFirst, FQSNext int
+	FQSFirstZero      bool
+	// SchedQS, with SchedQSSet, is jiffies_to_sched_qs as
+	// jiffies_till_sched_qs sets it; unset, it is first + 2*next FQS, at
+	// least HZ/10 + nr_cpu_ids/256 (adjust_jiffies_till_sched_qs).
+	SchedQS    int
+	SchedQSSet bool
 	// CondReschedQS: cond_resched() calls rcu_all_qs, which reports a QS
 	// only while the CPU's rcu_urgent_qs flag is set (modern kernels
 	// without PREEMPT_RCU: 5.10 kernel/sched/core.c _cond_resched l.6132,
@@ -148,6 +155,21 @@ type Config struct {
 	// NormalOnly is rcu_normal (set after boot on PREEMPT_RT by
 	// rcu_normal_after_boot): an expedited grace period is a normal one.
 	NormalOnly bool
+	// ExpediteAll is rcu_expedited: synchronize_rcu() waits for an
+	// expedited grace period (rcu_gp_is_expedited; sync.go).
+	ExpediteAll bool
+	// WakeFromGP is rcu_normal_wake_from_gp (wakefromgp.go): a normal
+	// synchronize_rcu() starts its GP at once and the GP kthread wakes it.
+	WakeFromGP bool
+	// CoreKthreadNormalPrio: the rcuc/N kthreads (and the GP kthread) stay
+	// SCHED_NORMAL (use_softirq=0 without RCU_BOOST).
+	CoreKthreadNormalPrio bool
+	// NoCB marks the CPUs whose callbacks are offloaded to rcuog/rcuo
+	// kthreads (rcu_nocbs=, nohz_full=; nocb.go); nil: none.
+	NoCB []bool
+	// Lazy: call_rcu() on an offloaded CPU may hold its callback back in
+	// the bypass list (CONFIG_RCU_LAZY, enable_rcu_lazy; lazy.go).
+	Lazy bool
 
 	// Callback invocation (rcu_do_batch): BatchLimit (blimit) callbacks a
 	// softirq, lifted while more than QHiMark are queued until at most
@@ -157,9 +179,11 @@ type Config struct {
 	// softirq stop at the limit only if a reschedule is pending or the CPU
 	// is not idle (BatchOnlyIfBusy).
 	BatchLimit, QHiMark, QLowMark int
-	Divisor                       int
-	ReschedTime                   sim.Time
-	BatchOnlyIfBusy               bool
+	// QLowMarkZero makes a zero QLowMark mean zero, not the default.
+	QLowMarkZero    bool
+	Divisor         int
+	ReschedTime     sim.Time
+	BatchOnlyIfBusy bool
 	// DivisorOfAll: the divisor applies to all queued callbacks (5.10 to
 	// 6.1), not only the ready ones (6.6 on).
 	DivisorOfAll bool
@@ -199,6 +223,10 @@ type Stats struct {
 	// not counted.
 	QSBy   [NumQSSources]int64
 	Stalls int64
+	// LazyCallbacks were held back in a bypass list (lazy.go);
+	// LazyFlushes emptied a bypass list into the callbacks, LazyWakeups
+	// of them by the 10 s timer.
+	LazyCallbacks, LazyFlushes, LazyWakeups int64
 	// GPTime sums the length of completed GPs.
 	GPTime sim.Time
 }
@@ -246,6 +274,10 @@ type cpuData struct {
 	coreWork bool
 	coreWQ   sim.WaitQueue
 	inCore   *sim.Task
+	// offloaded: the CPU's callbacks are handled by rcuog/rcuo kthreads
+	// (nocb.go), with nocb its state there.
+	offloaded bool
+	nocb      *nocbCPU
 }
 
 // RCU is one RCU instance bound to an engine.
@@ -262,6 +294,11 @@ type RCU struct {
 	// nested counts the callbacks running that CallRCUNested queued.
 	invoking *sim.CPU
 	nested   int
+	// srWaiters are the synchronize_rcu() callers waiting for their GP's
+	// end under rcu_normal_wake_from_gp (wakefromgp.go).
+	srWaiters []*srWaiter
+	// nocbGroups are the rcuog kthreads' groups (nocb.go).
+	nocbGroups []*nocbGroup
 }
 
 // New attaches an RCU model to e.
@@ -275,7 +312,7 @@ func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	case cfg.Flavor < Tree || cfg.Flavor > Tiny:
 		return nil, fmt.Errorf("unknown RCU flavour %d", cfg.Flavor)
 	}
-	if cfg.FQSFirst <= 0 {
+	if cfg.FQSFirst <= 0 && !cfg.FQSFirstZero {
 		cfg.FQSFirst = 3
 	}
 	if cfg.FQSNext <= 0 {
@@ -287,12 +324,15 @@ func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	if cfg.QHiMark <= 0 {
 		cfg.QHiMark = 10000
 	}
-	if cfg.QLowMark <= 0 {
+	if cfg.QLowMark <= 0 && !cfg.QLowMarkZero {
 		cfg.QLowMark = 100
 	}
+	if err := checkNoCB(cfg, n); err != nil {
+		return nil, err
+	}
 	r := &RCU{e: e, cfg: cfg}
-	for _, c := range e.CPUs() {
-		r.cpus = append(r.cpus, &cpuData{cpu: c, blimit: cfg.BatchLimit})
+	for i, c := range e.CPUs() {
+		r.cpus = append(r.cpus, &cpuData{cpu: c, blimit: cfg.BatchLimit, offloaded: i < len(cfg.NoCB) && cfg.NoCB[i]})
 	}
 	switch {
 	case cfg.Flavor == Classic:
@@ -306,6 +346,7 @@ func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	}
 	e.AddHooks(r)
 	e.RegisterSoftirq(sim.SoftirqRCU, r.softirq)
+	r.startNoCB()
 	return r, nil
 }
 
@@ -326,7 +367,7 @@ func (r *RCU) CallbackCPU() *sim.CPU { return r.invoking }
 func (r *RCU) Pending() int {
 	n := 0
 	for _, d := range r.cpus {
-		n += d.cbs.len()
+		n += d.cbs.len() + bypassLen(d)
 	}
 	return n
 }
@@ -336,9 +377,28 @@ func (r *RCU) Pending() int {
 // CallRCU queues fn on t's CPU to run after a grace period (call_rcu). The
 // queueing runs with interrupts off in the kernel, so nothing can come
 // between the call and the callback being on the list; its cost follows.
+//
+// On kernels with lazy RCU (lazy.go) the callback may be held back on an
+// offloaded CPU; CallRCUHurry never is.
 func (r *RCU) CallRCU(t *sim.Task, fn func()) {
-	r.enqueue(r.cpus[t.CPU().ID], fn)
+	r.queueFrom(r.cpus[t.CPU().ID], fn, r.cfg.Lazy)
 	t.Charge(r.cfg.CallRCUCost)
+}
+
+// CallRCUHurry is call_rcu_hurry (6.2 on): call_rcu that is never lazy.
+func (r *RCU) CallRCUHurry(t *sim.Task, fn func()) {
+	r.queueFrom(r.cpus[t.CPU().ID], fn, false)
+	t.Charge(r.cfg.CallRCUCost)
+}
+
+// queueFrom is __call_rcu_common: an offloaded CPU's callback goes to its
+// rcuog kthread (nocb.go), lazily when lazy; the others to the CPU's list.
+func (r *RCU) queueFrom(d *cpuData, fn func(), lazy bool) {
+	if d.offloaded {
+		r.nocbQueue(d, fn, lazy)
+		return
+	}
+	r.enqueue(d, fn)
 }
 
 func (r *RCU) enqueue(d *cpuData, fn func()) {

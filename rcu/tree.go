@@ -62,7 +62,7 @@ func newTree(r *RCU) *tree {
 		g.kthread.Name = "rcu_sched"
 	}
 	g.kthread.SetUnbound()
-	if r.cfg.CoreKthread {
+	if r.cfg.CoreKthread && !r.cfg.CoreKthreadNormalPrio {
 		g.kthread.SetRT()
 	}
 	return g
@@ -74,7 +74,7 @@ func (g *tree) holdouts() []int    { return maskList(g.qsmask) }
 
 func (g *tree) queue(d *cpuData, fn func()) { d.cbs.append(fn) }
 
-func (g *tree) needsCPU(d *cpuData) bool { return d.cbs.len() > 0 }
+func (g *tree) needsCPU(d *cpuData) bool { return d.cbs.len() > 0 && !d.offloaded }
 
 // ---- the callback list (rcu_segcblist_advance / _accelerate) ----
 
@@ -128,6 +128,9 @@ func accelerate(l *cblist, seq uint64) bool {
 
 // accelerateCBs is rcu_accelerate_cbs: assign the next GP and ask for it.
 func (g *tree) accelerateCBs(d *cpuData) {
+	if d.offloaded {
+		return // rcuog does it (nocb.go)
+	}
 	if accelerate(&d.cbs, g.gpNum+1) {
 		g.startThisGP(g.gpNum + 1)
 	}
@@ -179,7 +182,9 @@ func (g *tree) noteGPChanges(d *cpuData) {
 		return
 	}
 	if g.completed > c.seenCompleted {
-		advance(&d.cbs, g.completed)
+		if !d.offloaded {
+			advance(&d.cbs, g.completed)
+		}
 		g.accelerateCBs(d)
 		c.coreNeedsQS = false
 	} else {
@@ -225,9 +230,9 @@ func (g *tree) pending(d *cpuData) bool {
 	switch {
 	case c.coreNeedsQS && !c.noQS && g.gpInProgress():
 		return true
-	case d.cbs.ready():
+	case !d.offloaded && d.cbs.ready():
 		return true
-	case !g.gpInProgress() && !d.cbs.restEmpty(segNextReady):
+	case !d.offloaded && !g.gpInProgress() && !d.cbs.restEmpty(segNextReady):
 		return true
 	case c.seenStarted != g.gpNum || c.seenCompleted != g.completed:
 		return true
@@ -241,7 +246,7 @@ func (g *tree) softirq(d *cpuData) {
 	if !g.gpInProgress() && !d.cbs.restEmpty(segNextReady) {
 		g.accelerateCBs(d)
 	}
-	if d.cbs.ready() {
+	if d.cbs.ready() && !d.offloaded {
 		g.r.doBatch(d)
 	}
 }
@@ -313,7 +318,9 @@ func (g *tree) fqsLoop(t *sim.Task) {
 	first := true
 	for {
 		forceAt := g.r.e.Jiffies() + j
-		g.wq.WaitTimeout(t, func() bool { return g.fqsFlag || g.nqs == 0 }, j)
+		if j > 0 { // jiffies_till_first_fqs=0: the first scan at once
+			g.wq.WaitTimeout(t, func() bool { return g.fqsFlag || g.nqs == 0 }, j)
+		}
 		if g.nqs == 0 {
 			return
 		}
@@ -372,11 +379,15 @@ func (g *tree) fqs(first bool) {
 	}
 }
 
-// holdoutPushDelay is jiffies_to_sched_qs: first + 2*next FQS intervals, at
-// least HZ/10 (adjust_jiffies_till_sched_qs, 6.18 tree.c l.458-474).
+// holdoutPushDelay is jiffies_to_sched_qs: jiffies_till_sched_qs when
+// given, else first + 2*next FQS intervals, at least HZ/10 + nr_cpu_ids/256
+// (adjust_jiffies_till_sched_qs, 6.18 tree.c l.458-474).
 func (g *tree) holdoutPushDelay() int64 {
+	if g.r.cfg.SchedQSSet {
+		return int64(g.r.cfg.SchedQS)
+	}
 	j := int64(g.r.cfg.FQSFirst + 2*g.r.cfg.FQSNext)
-	return max(j, int64(g.r.e.Config().HZ/10))
+	return max(j, int64(g.r.e.Config().HZ/10+len(g.r.cpus)/256))
 }
 
 // gpCleanup is rcu_gp_cleanup.
@@ -394,4 +405,5 @@ func (g *tree) gpCleanup(t *sim.Task) {
 	for _, x := range g.r.cpus {
 		x.cpu.KickTick()
 	}
+	g.r.gpEnded(g.completed) // wake_from_gp waiters, rcuog (wakefromgp.go)
 }

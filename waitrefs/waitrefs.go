@@ -50,17 +50,17 @@ type ReleaseChecker interface {
 	ChecksOnRelease() bool
 }
 
-// Intervals of the kernel's wait loop, in seconds.
-const (
-	rebroadcastEvery = 1
-	warnEvery        = 10
-)
+// The rebroadcast interval of the kernel's wait loop, in seconds; the
+// warning's is net.core.netdev_unregister_timeout_secs (10 by default,
+// Registry.WarnSeconds).
+const rebroadcastEvery = 1
 
 // poll is the kernel's wait loop with the strategy's pause.
 func poll(r *netdev.Registry, t *sim.Task, devs []*netdev.Device, pause func(pass int, until sim.Time)) *netdev.Device {
 	e := r.Engine()
 	hz := int64(e.Config().HZ)
 	start := t.Now()
+	warnEvery := r.WarnSeconds()
 	rebroadcast, warning := e.Jiffies(), e.Jiffies()
 	for pass := 0; ; pass++ {
 		if d := r.FirstReady(t, devs); d != nil {

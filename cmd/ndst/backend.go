@@ -20,6 +20,7 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.emuWatchdog(),
 		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
 		RefTracker: g.refTracker, TracePath: g.trace,
+		Params: g.params,
 	}
 	for _, h := range g.holds {
 		x, err := emu.ParseHold(h)

@@ -102,7 +102,7 @@ func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
 	s := &bench.Spec{
 		Backends: o.backends, Profiles: o.profiles, Strategies: o.strategies, Preempts: o.preempts,
 		Batches: o.batches, Runs: o.runs, Seed: g.seed, RCU: g.rcu, NameAlloc: g.nameAlloc,
-		Watchdog: g.emuWatchdog(), Workers: o.jobs, Confirmed: o.yes,
+		Watchdog: g.emuWatchdog(), Workers: o.jobs, Confirmed: o.yes, Params: g.params,
 	}
 	var err error
 	if s.HZ, err = intList("--hz", o.hz); err != nil {

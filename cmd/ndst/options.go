@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+
+	"github.com/ndst-project/ndst/knob"
 	"strings"
 	"time"
 
@@ -34,6 +36,8 @@ type globalOptions struct {
 	costs     string
 	state     string
 	watchdog  time.Duration
+	// params are --param NAME=VALUE: the emulated kernel's knobs.
+	params []string
 	// holds, giveUp and refTracker: --hold rules, --give-up, --ref-tracker.
 	holds      []string
 	trace      string
@@ -87,6 +91,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "stop waiting for a device's references after this long and report the run as stuck (virtual time on the emulated kernel, where the default is raised to just past the line's soft-lockup report when that comes later: 66.6s on 2.6.3x)")
 	f.StringVar(&g.trace, "trace", "", "write the emulated run as a Chrome trace-event JSON file (open it in Perfetto or chrome://tracing)")
 	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
+	f.StringArrayVar(&g.params, "param", nil, "set a knob of the emulated kernel, named as the kernel names it: NAME=VALUE with NAME a boot parameter (rcutree.jiffies_till_first_fqs), a sysctl (net.core.netdev_unregister_timeout_secs), a build option (CONFIG_HZ) or the knob's sysfs file (repeatable; ndst profiles --knobs lists them by line)")
 	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in whole seconds, compared with 2^30 ns units as the kernel does (default: the line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
 	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's); with --backend sim, the emulated namespace add, del and list act in")
@@ -118,5 +123,30 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	if g.waitLock < 0 {
 		return ndst.Usagef("--wait-lock must not be negative")
 	}
+	if err := g.checkParams(cmd); err != nil {
+		return err
+	}
 	return g.checkApplicable(cmd)
+}
+
+// checkParams parses --param (the line's own checks come when the emulated
+// kernel is built) and refuses one that contradicts --hz or --preempt.
+func (g *globalOptions) checkParams(cmd *cobra.Command) error {
+	l, err := knob.ParseAssignments(g.params)
+	if err != nil {
+		return ndst.Usagef("%v", err)
+	}
+	for _, a := range l {
+		switch a.Def.Name {
+		case knob.ConfigHZ:
+			if f := cmd.Flags().Lookup("hz"); f != nil && f.Changed && f.Value.String() != a.Value.String() {
+				return ndst.Usagef("--param %s contradicts --hz %s (give one of them)", a.Given, f.Value)
+			}
+		case knob.PreemptMode:
+			if f := cmd.Flags().Lookup("preempt"); f != nil && f.Changed && f.Value.String() != a.Value.String() {
+				return ndst.Usagef("--param %s contradicts --preempt %s (give one of them)", a.Given, f.Value)
+			}
+		}
+	}
+	return nil
 }

@@ -34,15 +34,35 @@ type changeJSON struct {
 }
 
 func newProfilesCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var knobs bool
+	cmd := &cobra.Command{
 		Use:   "profiles",
 		Short: "List the kernel lines the emulated kernel models, each as the previous one plus its sourced changes",
 		Long: `List the kernel lines (--profile): each is the previous line plus named changes to the
 teardown path, RCU or the scheduler, with the commit, the first release that has it,
 and what it changes in the model. The sources are in docs/kernel-2.6-sources.md and
-docs/kernel-modern-sources.md. --profile auto picks the line of a kernel release.`,
+docs/kernel-modern-sources.md. --profile auto picks the line of a kernel release.
+
+With --knobs: the kernel's own knobs (--param NAME=VALUE) by line: the value each has
+during a run on the machine of --hz, --cpus and --preempt, the release and commit each
+came in, its file on a running kernel, whether it changes at run time, at boot or only
+in another build, what it does and what it costs elsewhere.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if knobs {
+				m := knobsMachine{HZ: g.hz, CPUs: g.cpus, Preempt: g.preempt}
+				if g.json {
+					cat, err := knobCatalogue(m)
+					if err != nil {
+						return err
+					}
+					return writeJSON(g.stdout, struct {
+						Machine knobsMachine `json:"machine"`
+						Knobs   []knobJSON   `json:"knobs"`
+					}{m, cat})
+				}
+				return writeKnobs(g.stdout, m)
+			}
 			if g.json {
 				var out []profileJSON
 				for _, name := range netdev.ProfileNames {
@@ -82,6 +102,8 @@ docs/kernel-modern-sources.md. --profile auto picks the line of a kernel release
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&knobs, "knobs", false, "list the kernel's knobs by line, with their defaults, sources and costs")
+	return cmd
 }
 
 func rcuNames(p netdev.Profile) []string {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/devtable"
+	"github.com/ndst-project/ndst/knob"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/netdev"
 	ph "github.com/ndst-project/ndst/phase"
@@ -81,6 +82,10 @@ type Config struct {
 	TracePath string
 	// Printk, if set, receives every kernel message as it is logged.
 	Printk func(at time.Duration, msg string)
+	// Params are the kernel's knobs as NAME=VALUE (--param; package
+	// knob), ParamsFrom says where they came from ("" is --param).
+	Params     []string
+	ParamsFrom string
 }
 
 // DefaultJitter is the spread of charged costs unless configured.
@@ -97,6 +102,8 @@ type resolved struct {
 	autoWhy string
 	names   netdev.NameAlloc
 	costs   *costs.Table
+	// knobs are the line's knobs on this machine (netdev/knobs.go).
+	knobs *netdev.Knobs
 }
 
 func resolve(c Config) (*resolved, error) {
@@ -135,6 +142,15 @@ func resolve(c Config) (*resolved, error) {
 	if c.Preempt == "" {
 		c.Preempt = "none"
 	}
+	assigns, err := knob.ParseAssignments(c.Params)
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	booted, err := sim.ParsePreempt(c.Preempt)
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
+	c.HZ, c.Preempt = machineKnobs(assigns, c.HZ, c.Preempt)
 	pre, err := sim.ParsePreempt(c.Preempt)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
@@ -150,6 +166,14 @@ func resolve(c Config) (*resolved, error) {
 		return nil, ndst.Usagef("%v", err)
 	}
 	c.RCU = choice.Name
+	from := c.ParamsFrom
+	if from == "" {
+		from = "--param"
+	}
+	kn, err := p.ResolveKnobs(c.HZ, c.CPUs, booted, choice.Name, assigns, from)
+	if err != nil {
+		return nil, ndst.Usagef("%v", err)
+	}
 	if c.Strategy == "expedited" && choice.Name != "tiny" && p.RCUConfig(choice, c.HZ, c.CPUs, pre, nil).Expedited == rcu.ExpNone {
 		return nil, ndst.Usagef("--strategy expedited calls synchronize_rcu_expedited(), which kernel %s does not have (it first shipped in 2.6.32, 03b042bf1dc1): use --profile 2.6.32 or later", p.Name)
 	}
@@ -174,7 +198,7 @@ func resolve(c Config) (*resolved, error) {
 	if ct == nil {
 		ct = costs.Default()
 	}
-	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, rcu: choice, names: names, costs: ct, autoWhy: autoWhy}, nil
+	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, rcu: choice, names: names, costs: ct, autoWhy: autoWhy, knobs: kn}, nil
 }
 
 // Backend is the emulated kernel behind the driver contract.
@@ -251,6 +275,8 @@ type kernel struct {
 	phases []sim.PhaseTime
 	// trace records the run for --trace.
 	trace *sim.Trace
+	// knobs are applied to the namespaces when they are made.
+	knobs *netdev.Knobs
 }
 
 const maxKernelLog = 64
@@ -269,7 +295,9 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
-	rc, err := rcu.New(e, r.profile.RCUConfig(r.rcu, r.cfg.HZ, r.cfg.CPUs, r.preempt, r.costs))
+	rcfg := r.profile.RCUConfig(r.rcu, r.cfg.HZ, r.cfg.CPUs, r.preempt, r.costs)
+	r.knobs.ApplyRCU(&rcfg)
+	rc, err := rcu.New(e, rcfg)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
@@ -285,7 +313,8 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 		reg.GiveUp = sim.Time(r.cfg.GiveUp)
 	}
 	reg.RefTracker = r.cfg.RefTracker
-	k := &kernel{e: e, rcu: rc, reg: reg}
+	r.knobs.ApplyRegistry(reg)
+	k := &kernel{e: e, rcu: rc, reg: reg, knobs: r.knobs}
 	if r.cfg.TracePath != "" {
 		k.trace = &sim.Trace{}
 		e.SetTrace(k.trace)
@@ -685,6 +714,12 @@ func counters(k *kernel) map[string]int64 {
 		m["qs_"+src.Name()] = rs.QSBy[src]
 	}
 	addrCounters(ns, m)
+	// Lazy RCU's counters exist only where a run had lazy callbacks.
+	if rs.LazyCallbacks > 0 {
+		m["lazy_callbacks"] = rs.LazyCallbacks
+		m["lazy_flushes"] = rs.LazyFlushes
+		m["lazy_timer_flushes"] = rs.LazyWakeups
+	}
 	return m
 }
 

@@ -94,6 +94,9 @@ func (b *Backend) describeNetns() string {
 func (k *kernel) namespaces() *netdev.Namespaces {
 	if k.ns == nil {
 		k.ns = netdev.NewNamespaces(k.reg, netdev.NetnsCostsOf(k.reg.CostTable()))
+		if k.knobs != nil {
+			k.knobs.ApplyNamespaces(k.ns)
+		}
 	}
 	return k.ns
 }
