@@ -118,7 +118,7 @@ var history = []struct {
 			}},
 	}},
 	{"6.6", []Change{
-		{"ff9ac73e2616", "6.2", "net: devinet: Reduce refcount before grace period",
+		{"9d40c84cf5bc", "6.2", "net: devinet: Reduce refcount before grace period",
 			"the in_device drops its device reference at once; only its memory waits for call_rcu", func(p *Profile) {
 				for i := range p.Subsystems {
 					if p.Subsystems[i].Holder == HolderIPv4 {
@@ -135,6 +135,10 @@ var history = []struct {
 	{"6.12", []Change{
 		{"4381b895f544", "6.12", "timers: Remove historical extra jiffie for timeout in msleep()",
 			"msleep(ms) sleeps msecs_to_jiffies(ms): each backoff sleep one jiffy shorter", func(p *Profile) { p.MsleepExact = true }},
+		{"c4e86b4363ac", "6.10", "net: add two more call_rcu_hurry()",
+			"the route releases of an up loopback (free_fib_info_rcu, nexthop_free_rcu; fib6_info_release from b5327b9a300e) use call_rcu_hurry(): never held back by lazy RCU", func(p *Profile) {
+				p.RouteReleaseHurry = true
+			}},
 	}},
 	{"6.18", []Change{
 		{"a7f6af1322ad", "6.17", "rcu: Enable rcu_normal_wake_from_gp on small systems",

@@ -734,7 +734,7 @@ func (nn netnsNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
 		t.Charge(ns.costs.LoDown)
 		for range i.routes {
 			if ns.prof.LoRoutesRCU {
-				r.rcu.CallRCU(t, func() { r.put(nil, d, HolderRoute) })
+				r.callRCU(t, r.prof.RouteReleaseHurry, func() { r.put(nil, d, HolderRoute) })
 			} else {
 				r.put(t, d, HolderRoute)
 			}

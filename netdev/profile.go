@@ -105,6 +105,9 @@ type Profile struct {
 	// Knobs are the kernel's knobs the line has, with their defaults
 	// (knob_lines.go).
 	Knobs []LineKnob
+	// RouteReleaseHurry: the route releases of an up loopback use
+	// call_rcu_hurry(), never lazy (6.10 on; lazy.go).
+	RouteReleaseHurry bool
 	// WakeFromGPSmall: rcu_normal_wake_from_gp is on by default on
 	// machines of at most 16 CPUs (6.17 on).
 	WakeFromGPSmall bool
