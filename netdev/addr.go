@@ -316,14 +316,14 @@ func (linkNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
 	// fib6_info_release and fib_release_info of the device's own routes:
 	// one callback each, which drops the nexthop's reference.
 	for range c.routes6() + c.routes4() {
-		r.rcu.CallRCU(t, release)
+		r.callRCU(t, r.prof.RouteReleaseHurry, release) // lazy.go
 	}
 	// aca_put: aca_free_rcu releases the anycast route from its callback.
 	for range c.anycasts6() {
 		if r.prof.Addrs.AnycastCascade {
-			r.rcu.CallRCU(t, func() { r.rcu.CallRCUNested(release) })
+			r.callRCU(t, r.prof.RouteReleaseHurry, func() { r.rcu.CallRCUNested(release) })
 		} else {
-			r.rcu.CallRCU(t, release)
+			r.callRCU(t, r.prof.RouteReleaseHurry, release)
 		}
 	}
 	if c.V4 > 0 {
@@ -332,7 +332,7 @@ func (linkNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
 		d.hold(HolderIPv4)
 		left := c.V4
 		for range c.V4 {
-			r.rcu.CallRCU(t, func() {
+			r.callRCU(t, r.prof.RouteReleaseHurry, func() { // inet_rcu_free_ifa: 61f5338d6267
 				if left--; left == 0 {
 					r.put(nil, d, HolderIPv4)
 				}

@@ -15,7 +15,10 @@ import "github.com/ndst-project/ndst/sim"
 //     (nexthop_free_rcu, free_fib_info_rcu), then b5327b9a300e "ipv6: use
 //     call_rcu_hurry() in fib6_info_release()" and 61f5338d6267 "inet: use
 //     call_rcu_hurry() in inet_free_ifa()": the route releases of an up
-//     loopback (LoRoutesRCU) are never lazy from there.
+//     loopback (LoRoutesRCU) and of an up device's addresses (addr.go:
+//     its routes, its anycast routes, its in_ifaddrs) are never lazy from
+//     there (aca_free_rcu's is read as call_rcu_hurry in 6.12 and 6.18;
+//     its commit was not found, so it is taken to come with these).
 // In 6.2-6.9 those route releases are plain call_rcu(), lazy on an
 // offloaded CPU: the loopback stays referenced until the bypass is flushed
 // (by the wait loop's rcu_barrier, a hurried callback, or the 10 s timer).
