@@ -54,6 +54,11 @@ type AddRequest struct {
 	OneByOne bool
 	// Addrs sets every new device up with addresses (addrs.go).
 	Addrs Addrs
+	// Parent makes the devices VLANs (Kind "vlan", ids VLANID ..
+	// VLANID+Count-1) or macvlans (Kind "macvlan") on that device of the
+	// backend's namespace, which must be ndst's (vlan.go).
+	Parent string
+	VLANID int
 }
 
 // DelRequest asks to tear down the devices with Start <= ifindex <= Stop.
@@ -63,6 +68,12 @@ type DelRequest struct {
 	// "ip link del"), instead of one batch for the whole range on
 	// profiles and backends that batch.
 	OneByOne bool
+	// Stream also gives every device its own delete request, but writes
+	// them all at once and then reads the answers, as one request stream
+	// (the kernel still unregisters each on its own, one RTNL hold and one
+	// netdev_run_todo each); the emulated kernel, whose one-by-one loop
+	// makes no round trips, runs it as OneByOne.
+	Stream bool
 	// GiveUp bounds the real-kernel backends' wait for each teardown
 	// request: after it the command ends with ResultStuck (the request
 	// stays with the kernel). 0 means the backend's default. The emulated

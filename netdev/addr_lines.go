@@ -13,4 +13,14 @@ var addrChanges = map[string][]Change{
 				p.Addrs.AnycastCascade = true
 			}},
 	},
+	"6.1": {
+		{"563bcbae3ba2", "5.16", "net: vlan: fix a UAF in vlan_dev_real_dev()",
+			"a VLAN drops its lower device's reference in vlan_dev_free, once it is freed, not in vlan_dev_uninit: the lower device is ready only after its VLANs", func(p *Profile) {
+				p.VLAN.VLANPutAtFree = true
+			}},
+		{"", "5.17", "macvlan: hold the lower device with a tracked reference",
+			"a macvlan holds its lower device from macvlan_init to macvlan_dev_free", func(p *Profile) {
+				p.VLAN.MacvlanHolds = true
+			}},
+	},
 }

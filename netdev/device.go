@@ -51,11 +51,14 @@ const (
 	HolderRoute
 	HolderSocket
 	HolderXfrm
+	// HolderUpper is a VLAN's or macvlan's reference on its lower device
+	// (vlan.go).
+	HolderUpper
 	numHolders
 )
 
 var holderNames = [numHolders]string{"registration", "self", "in_device", "arp_parms", "inet6_dev", "nd_parms",
-	"dst", "route", "socket", "xfrm"}
+	"dst", "route", "socket", "xfrm", "upper"}
 
 // HoldableNames lists the holders --hold accepts.
 var HoldableNames = []string{"in_device", "arp_parms", "inet6_dev", "nd_parms", "dst", "route", "socket", "xfrm"}
@@ -63,7 +66,7 @@ var HoldableNames = []string{"in_device", "arp_parms", "inet6_dev", "nd_parms", 
 // HolderByName returns the holder of that name.
 func HolderByName(name string) (Holder, bool) {
 	for h, n := range holderNames {
-		if n == name && h >= int(HolderIPv4) {
+		if n == name && h >= int(HolderIPv4) && Holder(h) != HolderUpper {
 			return Holder(h), true
 		}
 	}

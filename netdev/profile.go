@@ -99,8 +99,9 @@ type Profile struct {
 	// (netns_lines.go).
 	Netns NetnsProfile
 	// Addrs is what the line does with up devices' addresses (addr.go,
-	// addr_lines.go).
+	// addr_lines.go); VLAN with VLANs and macvlans (vlan.go).
 	Addrs AddrProfile
+	VLAN  VLANProfile
 
 	// Knobs are the kernel's knobs the line has, with their defaults
 	// (knob_lines.go).

@@ -94,6 +94,9 @@ type Stats struct {
 	LastRef        [numHolders]int64
 	LastRefNested  int64
 	UpUnregistered int64
+	// ChildBatches counts the nested unregister batches a lower device's
+	// handlers ran for its children (vlan.go).
+	ChildBatches int64
 }
 
 // Registry is one emulated network namespace.
@@ -139,8 +142,11 @@ type Registry struct {
 	WarnEvery int
 	// holds are the --hold rules.
 	holds []Hold
-	// links are the devices that are up, with their addresses (addr.go).
-	links map[*Device]*linkState
+	// links are the devices that are up, with their addresses, or of a
+	// kind other than dummy (addr.go); lowers the VLANs and macvlans and
+	// their lower devices (vlan.go).
+	links  map[*Device]*linkState
+	lowers map[*Device]*lowerState
 	// OnFree, if set, sees every device as it is freed.
 	OnFree func(*Device)
 
@@ -177,7 +183,7 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 		GiveUp:      max(DefaultGiveUp, e.LockupBound()),
 		rtnl:        new(sim.Mutex),
 	}
-	reg.notifiers = append(reg.notifiers, linkNotifier{})
+	reg.notifiers = append(reg.notifiers, linkNotifier{}, vlanNotifier{})
 	for _, sub := range o.Profile.Subsystems {
 		reg.notifiers = append(reg.notifiers, subsystemNotifier{sub})
 	}
@@ -529,6 +535,7 @@ func (r *Registry) free(t *sim.Task, d *Device) {
 		d.put(HolderSelf)
 	}
 	d.State = Freed
+	r.freeChild(t, d)
 	r.stats.Freed++
 	if r.OnFree != nil {
 		r.OnFree(d)

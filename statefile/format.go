@@ -42,9 +42,17 @@ func Encode(s *State) ([]byte, error) {
 	}
 	size += headerSize + bodyFixed
 	version := uint16(1)
-	if len(s.Namespaces) > 0 || len(s.Veths) > 0 {
+	if len(s.Namespaces) > 0 || len(s.Veths) > 0 || len(s.Lowers) > 0 {
 		version = 2
 		n, err := sizeNetns(s)
+		if err != nil {
+			return nil, err
+		}
+		size += n
+	}
+	if len(s.Lowers) > 0 {
+		version = 3
+		n, err := sizeLowers(s)
 		if err != nil {
 			return nil, err
 		}
@@ -61,8 +69,11 @@ func Encode(s *State) ([]byte, error) {
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(s.NextIfindex))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(devs)))
 	buf = appendDevices(buf, devs)
-	if version == 2 {
+	if version >= 2 {
 		buf = appendNetns(buf, s)
+	}
+	if version >= 3 {
+		buf = appendLowers(buf, s)
 	}
 	binary.LittleEndian.PutUint32(buf[12:], checksum(buf))
 	return buf, nil
@@ -203,6 +214,14 @@ func decodeBody(version uint16, body string) (*State, error) {
 		if p, err = decodeNetns(body, p, st); err != nil {
 			return nil, err
 		}
+		if version == 2 && len(st.Namespaces) == 0 && len(st.Veths) == 0 {
+			return nil, corruptf("format version 2 without namespaces or veth pairs (such a state is written as version 1)")
+		}
+	}
+	if version >= 3 {
+		if p, err = decodeLowers(body, p, st); err != nil {
+			return nil, err
+		}
 	}
 	if p != len(body) {
 		return nil, corruptf("%d bytes after the last %s entry", len(body)-p, lastEntry(version))
@@ -211,6 +230,9 @@ func decodeBody(version uint16, body string) (*State, error) {
 }
 
 func lastEntry(version uint16) string {
+	if version >= 3 {
+		return "lower link"
+	}
 	if version >= 2 {
 		return "veth pair"
 	}

@@ -191,7 +191,7 @@ func corruptCases() []struct {
 		{"body bit flip", "checksum mismatch", ErrCorrupt, mutate(func(b []byte) []byte { b[len(b)-1] ^= 0x20; return b })},
 		{"length field bit flip", "truncated", ErrCorrupt, mutate(func(b []byte) []byte { b[8] ^= 0x40; return b })},
 		{"older version", "older than this ndst reads", ErrVersion, sealed(0, body(0, 0))},
-		{"newer version", "newer than this ndst reads (versions 1 to 2); use a newer ndst", ErrVersion, sealed(7, body(0, 0))},
+		{"newer version", "newer than this ndst reads (versions 1 to 3); use a newer ndst", ErrVersion, sealed(7, body(0, 0))},
 		{"body too short", "shorter than its 8-byte fixed part", ErrCorrupt, sealed(1, []byte{1, 2, 3})},
 		{"cursor out of range", "cursor", ErrCorrupt, sealed(1, body(1<<31, 0))},
 		{"absurd count", "device count 4294967295 cannot fit", ErrCorrupt, sealed(1, body(0, math.MaxUint32, entry(1, 0, "a")))},

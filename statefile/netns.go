@@ -257,9 +257,6 @@ func decodeNetns(s string, p int, st *State) (int, error) {
 	if pairs > uint64(len(s)-p)/minPair {
 		return 0, corruptf("veth pair count %d cannot fit in %d bytes", pairs, len(s)-p)
 	}
-	if count == 0 && pairs == 0 {
-		return 0, corruptf("format version 2 without namespaces or veth pairs (such a state is written as version 1)")
-	}
 	if pairs > 0 {
 		st.Veths = make([]VethPair, pairs)
 	}

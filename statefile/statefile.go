@@ -110,7 +110,7 @@ import (
 // Version is the newest format version this package writes and reads;
 // MinVersion the oldest it reads.
 const (
-	Version    = 2
+	Version    = 3
 	MinVersion = 1
 )
 
@@ -143,6 +143,9 @@ type State struct {
 	// Veths are the veth pairs, in strictly ascending order of their A
 	// ends (format version 2).
 	Veths []VethPair
+	// Lowers link VLANs and macvlans to their lower devices, in strictly
+	// ascending order of their children (format version 3, lower.go).
+	Lowers []LowerLink
 }
 
 // Errors wrapped by the errors this package returns; test with errors.Is.

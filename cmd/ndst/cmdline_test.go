@@ -48,7 +48,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--backend", "netlink", "--seed", "3", "del", "1", "2"}, 2, "--seed would be ignored"},
 		{[]string{"--backend", "netlink", "--state", "/tmp/x", "list"}, 2, "--state would be ignored"},
 		{[]string{"--backend", "netlink", "--watchdog", "30s", "reset"}, 2, "--watchdog would be ignored"},
-		{[]string{"--kind", "veth", "add", "1"}, 2, "--kind veth: the emulated kernel adds dummy or ifb devices"},
+		{[]string{"--kind", "veth", "add", "1"}, 2, "--kind veth: the emulated kernel adds dummy, ifb, vlan and macvlan devices"},
 		{[]string{"--kind", "ifb", "del", "1", "1"}, 2, "--kind would be ignored: --backend sim (the default) runs the emulated kernel"},
 		{[]string{"--profile", "2.6.32", "add", "1", "--addr6", "1"}, 2, "kernel line 2.6.32 is modelled without addresses"},
 		{[]string{"add", "1", "--addr4", "255"}, 2, "--addr4 255: want 0..254"},

@@ -34,6 +34,8 @@ func signalContext() (context.Context, context.CancelFunc) {
 func newAddCmd(g *globalOptions) *cobra.Command {
 	var oneByOne bool
 	var addrs ndst.Addrs
+	var parent string
+	var vlanID int
 	cmd := &cobra.Command{
 		Use:   "add N",
 		Short: "Create N devices (the 2009 test module's echo N > /proc/sys/net/ndst/add)",
@@ -50,19 +52,34 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 			if err := addrs.Normalize(); err != nil {
 				return err
 			}
+			req := ndst.AddRequest{Count: n, Template: tmpl, Kind: g.addKind(), OneByOne: oneByOne, Addrs: addrs, Parent: parent, VLANID: vlanID}
+			switch {
+			case ndst.IsChildKind(req.Kind) && !g.nameExplicit:
+				req.Template = ndst.Template{} // PARENT.ID, or macvlan%d
+			case req.Kind == "ifb" && !g.nameExplicit && g.backend == "sim":
+				req.Template, _ = ndst.ParseTemplate("ifb%d") // as the netlink backend names them
+			}
+			if err := req.CheckChildren(); err != nil {
+				return err
+			}
 			what := fmt.Sprintf("add: creating %d devices %s", n, g.where())
+			if req.Parent != "" {
+				what = fmt.Sprintf("add: creating %d %ss on %s %s", n, req.Kind, req.Parent, g.where())
+			}
 			return g.timed(true, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
-				return b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: g.addKind(), OneByOne: oneByOne, Addrs: addrs})
+				return b.Add(ctx, req)
 			})
 		},
 	}
 	addAddrFlags(cmd, &addrs)
+	cmd.Flags().StringVar(&parent, "parent", "", "with --kind vlan or macvlan: the device (ndst's, in its namespace) the N children go on")
+	cmd.Flags().IntVar(&vlanID, "vlan-id", 0, "with --kind vlan: the first VLAN id; the N VLANs get ids ID .. ID+N-1, within 1..4094 (default 1)")
 	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "netlink: give every device its own timed create request (a loop of 'ip link add'), for per-device latency, instead of batches")
 	return cmd
 }
 
 func newDelCmd(g *globalOptions) *cobra.Command {
-	var oneByOne, attribute bool
+	var oneByOne, stream, attribute bool
 	cmd := &cobra.Command{
 		Use:   "del START STOP",
 		Short: "Delete the devices with START <= ifindex <= STOP (the 2009 test module's echo START STOP > /proc/sys/net/ndst/del)",
@@ -73,11 +90,16 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			how := "as one batch"
-			if oneByOne {
+			switch {
+			case oneByOne && stream:
+				return ndst.Usagef("--one-by-one and --stream: choose one (--stream also deletes one by one, with the requests written at once)")
+			case oneByOne:
 				how = "one by one"
+			case stream:
+				how = "one by one in one request stream"
 			}
 			what := fmt.Sprintf("del: deleting ifindex %d..%d %s %s", start, stop, how, g.where())
-			req := ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne, Attribute: attribute}
+			req := ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne, Stream: stream, Attribute: attribute}
 			if g.backend != "sim" && cmd.Flags().Changed("give-up") {
 				if g.giveUp <= 0 {
 					return ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
@@ -90,6 +112,7 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "give every device its own unregister (a loop of 'ip link del') instead of one batch")
+	cmd.Flags().BoolVar(&stream, "stream", false, "give every device its own delete request, all written at once and answered after (an ip -batch file of 'link del' lines without the waits): each still its own unregister")
 	cmd.Flags().BoolVar(&attribute, "attribute", false, "real kernel (root): sample the deleting thread's kernel stack at 1 kHz and split the time into phases, as the emulated kernel always does")
 	return cmd
 }

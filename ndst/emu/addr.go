@@ -82,7 +82,7 @@ func linkOf(req ndst.AddRequest) (netdev.LinkConfig, error) {
 	case "ifb":
 		c.Kind = netdev.KindIfb
 	default:
-		return c, ndst.Usagef("--kind %s: the emulated kernel adds dummy or ifb devices (vlan and macvlan with --parent)", req.Kind)
+		return c, ndst.Usagef("--kind %s: the emulated kernel adds dummy, ifb, vlan and macvlan devices (the last two with --parent)", req.Kind)
 	}
 	return c, nil
 }

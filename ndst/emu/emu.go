@@ -341,6 +341,9 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	if err := b.bootNetns(ctx, k); err != nil {
 		return nil, err
 	}
+	if err := b.restoreLowers(k); err != nil {
+		return nil, err
+	}
 	return k, nil
 }
 
@@ -416,6 +419,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	}
 	if err := b.checkNetns(); err != nil {
 		return nil, err
+	}
+	if ndst.IsChildKind(req.Kind) || req.Parent != "" {
+		return b.addChildren(ctx, req)
 	}
 	if err := req.Addrs.Normalize(); err != nil {
 		return nil, err
@@ -503,7 +509,7 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if err := b.checkHolds(lo, hi); err != nil {
 		return nil, err
 	}
-	batched := b.r.profile.Batched && !req.OneByOne
+	batched := b.r.profile.Batched && !req.OneByOne && !req.Stream
 	res := b.newResult("del", batched)
 	wall := time.Now()
 	k, err := b.boot(ctx)
@@ -516,6 +522,9 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 		devs = append(devs, d)
 	}
 	devs, skipped := k.deletable(res, devs)
+	if note := childNote(k.reg, devs); note != "" {
+		res.Notes = append(res.Notes, note)
+	}
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("%w: ifindex %d..%d holds only lo, which the kernel does not delete (%s)", ndst.ErrNoDevices, req.Start, req.Stop, b.describe())
 	}

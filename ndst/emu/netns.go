@@ -215,10 +215,14 @@ func (k *kernel) state() *statefile.State {
 	if k.ns != nil {
 		host = k.ns.Host()
 	}
-	next := &statefile.State{NextIfindex: int32(host.NextIfindex()), Devices: k.persisted(host)}
+	next := &statefile.State{NextIfindex: int32(host.NextIfindex()), Devices: k.persisted(host), Lowers: lowersOf(host, "")}
 	if k.ns == nil {
 		return next
 	}
+	k.ns.Range(func(n *netdev.Netns) bool {
+		next.Lowers = append(next.Lowers, lowersOf(n.Reg, n.Name)...)
+		return true
+	})
 	index := map[*netdev.Registry]int{host: 0}
 	k.ns.Range(func(n *netdev.Netns) bool {
 		next.Namespaces = append(next.Namespaces, statefile.Namespace{
