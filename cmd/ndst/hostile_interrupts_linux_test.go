@@ -15,11 +15,18 @@ import (
 // so nothing here can touch the machine's /run/netns or /run/ndst.
 
 // leftCheck prints what ndst left: the namespaces under /run/netns, the
-// records under /run/ndst/netns and the sender processes still running.
+// records under /run/ndst/netns and the sender processes of the sandbox
+// still running.
 const leftCheck = `few() { tr '\n' ' ' | cut -c1-60; }
+# sender processes in this sandbox (its mount namespace), not the machine's
+senders() {
+  for p in $(pgrep -f '^ndst-sender'); do
+    [ "$(readlink /proc/$p/ns/mnt)" = "$(readlink /proc/self/ns/mnt)" ] && echo $p
+  done
+}
 left() {
   printf 'netns=%s[%s] records=%s[%s] senders=[%s]\n' "$(ls -A /run/netns 2>/dev/null | wc -l)" "$(ls -A /run/netns 2>/dev/null | few)" \
-    "$(ls -A /run/ndst/netns 2>/dev/null | wc -l)" "$(ls -A /run/ndst/netns 2>/dev/null | few)" "$(pgrep -f '^ndst-sender' | few)"
+    "$(ls -A /run/ndst/netns 2>/dev/null | wc -l)" "$(ls -A /run/ndst/netns 2>/dev/null | few)" "$(senders | few)"
 }
 `
 
