@@ -107,6 +107,10 @@ var history = []struct {
 			"netdev_wait_allrefs_any: devices are freed in the order they become ready", func(p *Profile) { p.FreeInReadyOrder = true }},
 		{"258f887aba60", "6.1", "rcu: Disable run-time single-CPU grace-period optimization",
 			"synchronize_rcu[_expedited] wait for a real grace period on one CPU too", func(p *Profile) { p.UPShortcut = false }},
+		{"", "6.1-rt", "softirq: Use a dedicated thread for timer wakeups (RT patch queue)",
+			"--preempt rt: expired timers run in the ktimers/N thread (SCHED_FIFO) instead of ksoftirqd (Debian 6.1.176-1 debian/patches-rt/0012, rt commit 0f7755153711; 5.10-rt has no such thread)", func(p *Profile) {
+				p.RTTimerThread = true
+			}},
 		{"", "6.1", "Debian's configuration, not a kernel commit: Debian builds PREEMPT_DYNAMIC",
 			"preemptible RCU even when booted with preempt=none (the default --rcu tree-preempt); a tick in kernel code outside a reader is a QS", func(p *Profile) {
 				p.PreemptCount = true
@@ -181,7 +185,7 @@ var to510 = []Change{
 		"__do_softirq stops restarting after MAX_SOFTIRQ_TIME (2 ms) or when a reschedule is pending", func(p *Profile) {
 			p.SoftirqTime, p.SoftirqResched = 2*sim.Millisecond, true
 		}},
-	{"4cd13c21b207", "4.10", "softirq: Let ksoftirqd do its job",
+	{"4cd13c21b207", "4.9", "softirq: Let ksoftirqd do its job",
 		"interrupt exit leaves pending softirqs to ksoftirqd when it is runnable", func(p *Profile) { p.DeferToKsoftirqd = true }},
 	{"500462a9de65", "4.8", "timers: Switch to a non-cascading wheel",
 		"a timer fires at its level's bucket boundary above the expiry: a 1-jiffy timeout two ticks later", func(p *Profile) {

@@ -79,6 +79,9 @@ type Profile struct {
 	// rcu.Config.
 	DeferToKsoftirqd bool
 	DivisorOfAll     bool
+	// RTTimerThread: on PREEMPT_RT the line expires timers in ktimers/N
+	// (sim.SoftirqLimits.TimerThread).
+	RTTimerThread bool
 	// RCUStall is the RCU CPU stall timeout (0: detector off by default)
 	// and RCUStallRepeat the interval of later reports.
 	RCUStall, RCUStallRepeat sim.Time
@@ -197,6 +200,9 @@ func (p Profile) SimConfig(c *sim.Config) {
 	c.Timers = p.Timers
 	c.MsleepExact = p.MsleepExact
 	c.Softirq = sim.SoftirqLimits{MaxTime: p.SoftirqTime, StopOnResched: p.SoftirqResched, DeferToKsoftirqd: p.DeferToKsoftirqd}
+	if c.Preempt == sim.PreemptRT {
+		c.Softirq.Threaded, c.Softirq.TimerThread = true, p.RTTimerThread
+	}
 	c.Lockup = p.LockupDesign
 	if c.Watchdog == 0 { // the line's own threshold
 		c.Watchdog = p.Lockup

@@ -40,6 +40,10 @@ type CPU struct {
 	softCtx   softirqContext
 	ksoftirqd *Task
 	ksoftWQ   WaitQueue
+	// ktimers is PREEMPT_RT's timer thread (SoftirqLimits.TimerThread).
+	ktimers     *Task
+	ktimersWQ   WaitQueue
+	ktimersWork bool
 
 	// The soft-lockup detector (watchdog.go): its thread, when it last ran
 	// (and that time in timestamp units), whether it has been woken since,

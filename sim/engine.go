@@ -73,8 +73,10 @@ const (
 	// preemption is not disabled.
 	PreemptFull
 	// PreemptRT (CONFIG_PREEMPT_RT): as full for the scheduler; the
-	// kernel line's RT configuration moves RCU's core work and the timers
-	// into real-time threads (netdev.Profile.RCUConfig, SimConfig).
+	// kernel line's RT configuration moves RCU's core work into real-time
+	// rcuc/N threads (netdev.Profile.RCUConfig) and softirqs out of
+	// interrupt exit: timers to ktimers/N where the line has it, the rest
+	// to ksoftirqd (SoftirqLimits.Threaded, netdev.Profile.SimConfig).
 	PreemptRT
 )
 

@@ -40,8 +40,21 @@ type SoftirqLimits struct {
 	StopOnResched bool
 	// DeferToKsoftirqd: interrupt exit leaves pending softirqs to
 	// ksoftirqd when it is already runnable (4cd13c21b207 "softirq: Let
-	// ksoftirqd do its job", 4.10 to 6.4; reverted by d15121be7485).
+	// ksoftirqd do its job", 4.9 to 6.4; reverted by d15121be7485).
 	DeferToKsoftirqd bool
+	// Threaded is PREEMPT_RT's invoke_softirq: interrupt exit runs no
+	// softirq itself, it only wakes ksoftirqd (5.10-rt patches-rt/0149
+	// "softirq: Make softirq control and processing RT aware"; 6.18
+	// kernel/softirq.c l.333-342), so DeferToKsoftirqd has nothing left
+	// to decide.
+	Threaded bool
+	// TimerThread: with Threaded, a TIMER softirq raised in the tick goes
+	// to the per-CPU ktimers/N thread (SCHED_FIFO, lowest real-time
+	// priority) instead of ksoftirqd (6.1-rt patches-rt/0012 "softirq:
+	// Use a dedicated thread for timer wakeups"; mainline's ktimerd in
+	// 6.18 softirq.c l.695-727). Without it (5.10-rt) timers expire in
+	// ksoftirqd, an ordinary task.
+	TimerThread bool
 }
 
 // softirqContext is where softirqs are running on a CPU.
@@ -118,9 +131,20 @@ func (c *CPU) doSoftirq() {
 }
 
 // runSoftirqsAtIRQExit is invoke_softirq: pending softirqs run as the
-// interrupt returns, unless ksoftirqd is in the middle of running them.
+// interrupt returns, unless ksoftirqd is in the middle of running them; on
+// PREEMPT_RT they go to their threads.
 func (c *CPU) runSoftirqsAtIRQExit() {
 	if c.softirq == 0 || c.softCtx != softirqNone {
+		return
+	}
+	if lim := c.e.cfg.Softirq; lim.Threaded {
+		if lim.TimerThread && c.softirq&(1<<SoftirqTimer) != 0 {
+			c.softirq &^= 1 << SoftirqTimer
+			c.wakeKtimers()
+		}
+		if c.softirq != 0 {
+			c.wakeSoftirqd()
+		}
 		return
 	}
 	if k := c.ksoftirqd; c.e.cfg.Softirq.DeferToKsoftirqd && k != nil && (k.state == taskRunnable || k.state == taskRunning) {
@@ -143,6 +167,31 @@ func (c *CPU) wakeSoftirqd() {
 		return
 	}
 	c.ksoftWQ.WakeAll()
+}
+
+// wakeKtimers wakes (creating it the first time) the CPU's ktimers/N
+// thread, real-time, with expired timers to run.
+func (c *CPU) wakeKtimers() {
+	c.ktimersWork = true
+	if c.ktimers == nil {
+		c.ktimers = c.e.Go("ktimers/"+itoa(c.ID), c.ID, true, ktimersThread)
+		c.ktimers.rt = true
+		return
+	}
+	c.ktimersWQ.WakeAll()
+}
+
+// ktimersThread is run_timersd: the expired timers of its CPU, with bottom
+// halves disabled.
+func ktimersThread(t *Task) {
+	c := t.cpu
+	for {
+		c.ktimersWQ.Wait(t, func() bool { return c.ktimersWork })
+		c.ktimersWork = false
+		t.PreemptDisable()
+		c.runTimers()
+		t.PreemptEnable()
+	}
 }
 
 // ksoftirqdThread is run_ksoftirqd in its smpboot loop.
