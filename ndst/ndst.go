@@ -202,6 +202,8 @@ type Result struct {
 	Phases []Phase `json:"phases,omitempty"`
 	// Netns holds the three times of a namespace delete (see netns.go).
 	Netns *NetnsTimes `json:"netns,omitempty"`
+	// Unshare is what an unshare measured (unshare.go).
+	Unshare *UnshareTimes `json:"unshare,omitempty"`
 	// RCU names the RCU implementation an emulated run used.
 	RCU *string `json:"rcu,omitempty"`
 	// Notes are human-readable remarks (fallbacks taken, watchdog reports).

@@ -95,9 +95,12 @@ type Netns struct {
 	Reg   *Registry
 	Lo    *Device
 	State NetnsState
-	// QueuedAt, GoneAt and DoneAt are when its last reference was
-	// dropped, when its last device (a host-side veth peer included) was
-	// unregistered, and when its cleanup was done; -1 until then.
+	// CreatedAt is when its creation began (when it was allocated, as far
+	// as a count of live struct nets goes). QueuedAt, GoneAt and DoneAt are
+	// when its last reference was dropped, when its last device (a
+	// host-side veth peer included) was unregistered, and when its cleanup
+	// was done; -1 until then.
+	CreatedAt                sim.Time
 	QueuedAt, GoneAt, DoneAt sim.Time
 	// Batch is the cleanup run that took it (1-based; 0 before).
 	Batch int
@@ -127,6 +130,10 @@ type NetnsStats struct {
 	MaxBatch     int64
 	PernetWaits  int64    // creations that found the pernet lock held
 	PernetWaitNS sim.Time // their time waiting for it
+	// CleanupWaits counts the creations that found the pernet lock held by
+	// a running cleanup, CleanupWaitMax the longest of their waits.
+	CleanupWaits   int64
+	CleanupWaitMax sim.Time
 }
 
 // Namespaces is every namespace of one emulated kernel and the machinery
@@ -139,8 +146,10 @@ type Namespaces struct {
 	byName map[string]*Netns
 	info   map[*Device]*devInfo
 
-	// netMutex is net_mutex, where the line has one.
-	netMutex sim.Mutex
+	// netMutex is net_mutex, where the line has one; cleanupHolds says the
+	// cleanup worker holds it.
+	netMutex     sim.Mutex
+	cleanupHolds bool
 	// queued is the cleanup list; work wakes the worker.
 	queued []*Netns
 	work   sim.WaitQueue
@@ -395,6 +404,7 @@ func (ns *Namespaces) Create(t *sim.Task, name string) (*Netns, error) {
 	}
 	prev := t.Phase()
 	defer t.SetPhase(prev)
+	created := t.Now()
 	if ns.prof.NetMutex {
 		ns.lockPernet(t)
 		defer ns.netMutex.Unlock(t)
@@ -402,6 +412,7 @@ func (ns *Namespaces) Create(t *sim.Task, name string) (*Netns, error) {
 	t.SetPhase(PhaseSetupNet)
 	t.Charge(ns.costs.Setup)
 	n := ns.newRegistry(name, 0)
+	n.CreatedAt = created
 	// loopback_net_init: register_netdev takes RTNL itself.
 	n.Reg.RTNLLock(t)
 	lo, err := n.Reg.RegisterNamed(t, "lo")
@@ -422,8 +433,15 @@ func (ns *Namespaces) lockPernet(t *sim.Task) {
 	defer t.SetPhase(t.SetPhase(PhasePernetLock))
 	if ns.netMutex.Held() {
 		ns.stats.PernetWaits++
-		start := t.Now()
-		defer func() { ns.stats.PernetWaitNS += t.Now() - start }()
+		start, behindCleanup := t.Now(), ns.cleanupHolds && t != ns.worker
+		defer func() {
+			w := t.Now() - start
+			ns.stats.PernetWaitNS += w
+			if behindCleanup {
+				ns.stats.CleanupWaits++
+				ns.stats.CleanupWaitMax = max(ns.stats.CleanupWaitMax, w)
+			}
+		}()
 	}
 	ns.netMutex.Lock(t)
 }
@@ -621,6 +639,7 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 	t.SetPhase(phase.Other)
 	if ns.prof.NetMutex {
 		ns.lockPernet(t)
+		ns.cleanupHolds = true
 	}
 	// Unlist the namespaces: under RTNL in 2.6.3x, net_rwsem later; the
 	// list edit itself costs nothing worth charging.
@@ -649,6 +668,7 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 		}
 	}
 	if ns.prof.NetMutex {
+		ns.cleanupHolds = false
 		ns.netMutex.Unlock(t)
 	}
 	// No outstanding RCU callback may use the namespaces.

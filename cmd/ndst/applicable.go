@@ -101,6 +101,16 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 		}
 		return refuse(setFlags(cmd, netlinkFlags),
 			"--backend sim (the default) runs the emulated kernel, not the real kernel")
+	case "unshare":
+		if err := refuse(setFlags(cmd, []string{"netns"}),
+			"unshare makes namespaces of its own, unnamed; the netlink backend puts their veth ends in ndst's namespace"); err != nil {
+			return err
+		}
+		if g.backend != "sim" {
+			return refuse(setFlags(cmd, emuFlags), "--backend "+g.backend+" runs this host's kernel as it is, not the emulated kernel")
+		}
+		return refuse(setFlags(cmd, without(netlinkFlags, "netns")),
+			"--backend sim (the default) runs the emulated kernel, not the real kernel")
 	case "costs":
 		if err := refuse(setFlags(cmd, []string{"backend"}), "costs prints the emulated kernel's cost table; it uses no backend"); err != nil {
 			return err
