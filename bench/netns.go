@@ -12,7 +12,7 @@ import (
 // Namespace cells: with Spec.NetnsCounts set, every emulated cell adds N
 // network namespaces (each with lo, Links links and, with Veth, a veth pair
 // into the initial namespace) and deletes them all, at once ("batched") or
-// one at a time, each waited for ("one-by-one", as a CNI plugin does). The
+// one at a time, each one's whole cleanup waited for ("one-by-one"). The
 // cell's time is when the kernel's cleanup was done; when the delete
 // returned and when the devices were gone are kept as counters
 // (netns_returned_ns, netns_gone_ns), with the number of cleanup runs

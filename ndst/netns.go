@@ -73,10 +73,16 @@ type NetnsDelRequest struct {
 	Start, Stop int
 	Template    NetnsTemplate
 	// OneAtATime deletes the namespaces one after another and waits for
-	// each one's cleanup to be done before deleting the next, as a CNI
-	// plugin does; otherwise they are all deleted at once and waited for
-	// together.
+	// each one's whole cleanup (cleanup_net, to its final rcu_barrier())
+	// before deleting the next; otherwise they are all deleted at once and
+	// waited for together.
 	OneAtATime bool
+	// CNI deletes them one after another as a container runtime does with
+	// a CNI plugin's DEL: first the pod's veth from inside its namespace
+	// (RTM_DELLINK of the inner end, which returns once both ends are
+	// unregistered and freed), then the namespace, whose cleanup is not
+	// waited for before the next pod.
+	CNI bool
 	// Recreate creates that many new namespaces (the next free numbers of
 	// Template) as soon as the deletes have returned, while the cleanup
 	// runs, as a host restarting its pods does; the result says how long
@@ -155,6 +161,7 @@ type NetnsTimes struct {
 const (
 	StyleAllAtOnce  = "all-at-once"
 	StyleOneAtATime = "one-at-a-time"
+	StyleCNI        = "cni"
 )
 
 // ValidateNetnsName checks a namespace name with the rule both backends and

@@ -33,7 +33,8 @@ were gone, and when the cleanup was done.
 
   ndst netns add 100 --links 2 --veth --lo-up   # ndst1 .. ndst100
   ndst netns del 1 100                          # all at once
-  ndst netns del 1 100 --one-at-a-time          # each waited for, as a CNI plugin does
+  ndst netns del 1 100 --one-at-a-time          # each one's whole cleanup waited for
+  ndst netns del 1 100 --cni                    # a CNI plugin's DEL: each pod's veth, then its namespace
   ndst netns list
   ndst list --netns ndst1                       # the devices inside one (emulated kernel)`,
 	}
@@ -125,9 +126,9 @@ func netnsAddSummary(req ndst.NetnsAddRequest) string {
 
 func newNetnsDelCmd(g *globalOptions) *cobra.Command {
 	var (
-		oneAtATime bool
-		recreate   int
-		tmpl       string
+		oneAtATime, cni bool
+		recreate        int
+		tmpl            string
 	)
 	cmd := &cobra.Command{
 		Use:   "del START STOP",
@@ -146,17 +147,23 @@ func newNetnsDelCmd(g *globalOptions) *cobra.Command {
 				return ndst.Usagef("--recreate is the emulated kernel's (--backend sim); on the real kernel, run netns add while the delete's cleanup runs")
 			}
 			how := "all at once"
-			if oneAtATime {
+			switch {
+			case oneAtATime && cni:
+				return ndst.Usagef("--one-at-a-time and --cni: choose one (--cni also deletes one pod after another, waiting only for its veth)")
+			case oneAtATime:
 				how = "one at a time"
+			case cni:
+				how = "one pod after another (CNI DEL: the veth, then the namespace)"
 			}
 			what := fmt.Sprintf("netns del: deleting %s %d..%d %s %s", t, start, stop, how, g.where())
 			return g.netnsTimed(false, what, func(ctx context.Context, nb ndst.NetnsBackend) (*ndst.Result, error) {
-				return nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: start, Stop: stop, Template: t, OneAtATime: oneAtATime, Recreate: recreate})
+				return nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: start, Stop: stop, Template: t, OneAtATime: oneAtATime, CNI: cni, Recreate: recreate})
 			}, "")
 		},
 	}
 	cmd.Flags().IntVar(&recreate, "recreate", 0, "as soon as the deletes return, create this many new namespaces (the next free numbers) while the cleanup runs, as a host restarting its pods does, and say whether they waited for it (emulated kernel)")
-	cmd.Flags().BoolVar(&oneAtATime, "one-at-a-time", false, "delete one namespace, wait until its cleanup is done, then the next (as a CNI plugin does)")
+	cmd.Flags().BoolVar(&oneAtATime, "one-at-a-time", false, "delete one namespace, wait until its whole cleanup is done (cleanup_net: devices freed, its final rcu_barrier()), then the next; no CNI plugin waits that long (see --cni)")
+	cmd.Flags().BoolVar(&cni, "cni", false, "delete one pod after another as a CNI plugin's DEL and the runtime do: the veth from inside the namespace, waiting for that request (both ends unregistered and freed), then the namespace, whose cleanup the next pod does not wait for")
 	cmd.Flags().StringVar(&tmpl, "template", ndst.DefaultNetnsTemplate, "namespace name template with exactly one %d")
 	return cmd
 }
@@ -238,8 +245,11 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 		b.WriteString("\n")
 	default:
 		style := "at once"
-		if r.Netns != nil && r.Netns.Style == ndst.StyleOneAtATime {
+		switch {
+		case r.Netns != nil && r.Netns.Style == ndst.StyleOneAtATime:
 			style = "one at a time"
+		case r.Netns != nil && r.Netns.Style == ndst.StyleCNI:
+			style = "one pod after another, each veth deleted first (CNI DEL)"
 		}
 		fmt.Fprintf(&b, "%s: %s deleted %s %s\n", op, plural(r.Count, "namespace"), style, where)
 	}

@@ -461,8 +461,13 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	}
 	slices.SortFunc(targets, func(a, b target) int { return cmp.Compare(a.num, b.num) })
 	style := ndst.StyleAllAtOnce
-	if req.OneAtATime {
+	switch {
+	case req.OneAtATime && req.CNI:
+		return nil, ndst.Usagef("--one-at-a-time and --cni: choose one (--cni also deletes one pod after another, waiting only for its veth)")
+	case req.OneAtATime:
 		style = ndst.StyleOneAtATime
+	case req.CNI:
+		style = ndst.StyleCNI
 	}
 	var recreate []string
 	if req.Recreate < 0 || req.Recreate > maxRecreate {
@@ -474,7 +479,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			return nil, err
 		}
 	}
-	res := b.newResult("netns-del", b.r.profile.Netns.DeviceExitBatch && !req.OneAtATime)
+	res := b.newResult("netns-del", b.r.profile.Netns.DeviceExitBatch && !req.OneAtATime && !req.CNI)
 	wall := time.Now()
 	k, err := b.boot(ctx)
 	if err != nil {
@@ -498,6 +503,9 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			}
 			if i > 0 {
 				syscall(t, sys)
+			}
+			if req.CNI && cniDelVeth(t, ns, n, sys) {
+				syscall(t, sys) // the runtime removes the namespace
 			}
 			ns.Unmount(t, n)
 			ns.Put(t, n)
@@ -563,7 +571,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	out, err := b.finish(k, res, virt, time.Since(wall), done, freed, runErr)
 	netnsCounters(k, out)
 	if out != nil {
-		out.Explain = explainNetns(b.r, out)
+		out.Explain = append(explainNetns(b.r, out), explainCNI(out)...)
 	}
 	var stuck *netdev.NetnsStuckError
 	if errors.As(runErr, &stuck) {
