@@ -86,6 +86,10 @@ var history = []struct {
 			"the RCU CPU stall warning at 10 s, then every 30 s", func(p *Profile) {
 				p.RCUStall, p.RCUStallRepeat = 10*sim.Second, 30*sim.Second
 			}},
+		{"", "2.6.33", "rcu: GP end starts the next GP before advancing the ending CPU's callbacks",
+			"Tree RCU: a GP end with callbacks queued on the reporting CPU starts one more GP, even when they all waited for the GP just ended (read at 2.6.33.3 kernel/rcutree.c l.172-175, l.626-757; the commit was not identified: no 2.6.33 history)", func(p *Profile) {
+				p.GPEndBeforeAdvance = true
+			}},
 		{"9b1d82fa1611", "2.6.33", "rcu: \"Tiny RCU\", The Bloatwatch Edition",
 			"--rcu tiny (TINY_RCU, !SMP)", func(p *Profile) {
 				p.RCUs = append(p.RCUs, RCUChoice{Name: "tiny", Config: "CONFIG_TINY_RCU", Requires: "!SMP"})

@@ -65,6 +65,8 @@ type Profile struct {
 	// ModernRCU: Tree RCU with the grace-period kthread (kernel/rcu/tree.c);
 	// otherwise 2.6.3x Tree RCU (kernel/rcutree.c).
 	ModernRCU bool
+	// GPEndBeforeAdvance: 2.6.33's extra GP after each GP end (rcu.Config).
+	GPEndBeforeAdvance bool
 	// TreeExpedited is synchronize_rcu_expedited of the non-preemptible
 	// Tree RCU.
 	TreeExpedited rcu.Expedited
@@ -236,6 +238,7 @@ func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, preempt sim.Preempt, ct *c
 		switch {
 		case !p.ModernRCU:
 			cfg.SyncUPShortcut = p.UPShortcut
+			cfg.GPEndBeforeAdvance = p.GPEndBeforeAdvance
 			cfg.Expedited = p.TreeExpedited
 			if cfg.Preemptible {
 				cfg.Expedited = rcu.ExpNormal

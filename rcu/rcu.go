@@ -120,6 +120,10 @@ type Config struct {
 
 	// GPKthread: modern Tree RCU (tree.go); otherwise 2.6.3x (tree26.go).
 	GPKthread bool
+	// GPEndBeforeAdvance: 2.6.33 Tree RCU decides whether to start the
+	// next GP before advancing the ending CPU's callbacks, so a GP end with
+	// any callbacks queued there starts one more GP (tree26.go).
+	GPEndBeforeAdvance bool
 	// FQSFirst and FQSNext are the jiffies before the first FQS scan of a
 	// GP and between later ones (jiffies_till_first_fqs/next_fqs; 2.6.3x:
 	// RCU_JIFFIES_TILL_FORCE_QS for both). FQSFirstZero makes a zero

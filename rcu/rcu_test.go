@@ -492,3 +492,33 @@ func TestModernFloodStartsAGPOrForcesAScan(t *testing.T) {
 		t.Errorf("%d callbacks left", m.r.Pending())
 	}
 }
+
+func TestTree2633StartsAnExtraGPAfterEachGPEnd(t *testing.T) {
+	// 2.6.33's rcu_report_qs_rsp asks cpu_needs_another_gp before the
+	// ending CPU's callbacks are advanced, so the callback that waited for
+	// the GP still counts and one more GP starts; 2.6.32 advances first.
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		gps  int64
+	}{
+		{"2.6.32", tree32, 1},
+		{"2.6.33", func() Config { c := tree32; c.GPEndBeforeAdvance = true; return c }(), 2},
+	} {
+		m := newMachine(t, sim.Config{HZ: 1000, CPUs: 1, Watchdog: -1}, tc.cfg)
+		ran := false
+		m.e.Go("ndst", 0, false, func(tk *sim.Task) {
+			m.r.CallRCU(tk, func() { ran = true })
+			for !ran {
+				tk.ScheduleTimeout(1)
+			}
+			tk.ScheduleTimeout(5) // idle ticks end whatever GP is left
+		})
+		if err := m.e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if st := m.r.Stats(); st.GPsStarted != tc.gps || st.GPsCompleted != tc.gps {
+			t.Errorf("%s: GPs started %d, completed %d; want %d", tc.name, st.GPsStarted, st.GPsCompleted, tc.gps)
+		}
+	}
+}

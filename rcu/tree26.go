@@ -23,6 +23,12 @@ import "github.com/ndst-project/ndst/sim"
 //     report ends the GP, advances the reporting CPU's callbacks and starts
 //     the next GP if that CPU needs one; start a GP if this CPU needs one;
 //     rcu_do_batch.
+//   - 2.6.33 (GPEndBeforeAdvance): the GP end starts the next GP whenever
+//     the reporting CPU had callbacks beyond DONE before advancing them,
+//     including the ones that waited for the GP that just ended, so every
+//     such GP end is followed by one more GP (kernel/rcutree.c at 2.6.33.3:
+//     cpu_needs_another_gp l.172-175, rcu_start_gp l.660-741 with
+//     rcu_start_gp_per_cpu l.626-647, rcu_report_qs_rsp l.750-757).
 //   - force_quiescent_state: on UP only set_need_resched(), every time;
 //     on SMP, the first scan after a GP starts reports CPUs in dyntick
 //     idle, later scans report CPUs idle now or that passed through
@@ -142,6 +148,11 @@ func (g *tree26) startGP(d *cpuData) {
 	if !g.cpuNeedsAnotherGP(d) {
 		return
 	}
+	g.beginGP(d)
+}
+
+// beginGP starts the next GP on d's CPU, whose callbacks all belong to it.
+func (g *tree26) beginGP(d *cpuData) {
 	g.gpnum++
 	g.r.traceGP(g.gpnum, true)
 	g.started = g.r.e.Now()
@@ -230,8 +241,18 @@ func (g *tree26) quiet(i int, cur *cpuData) {
 	g.r.traceGP(g.completed, false)
 	g.r.stats.GPsCompleted++
 	g.r.stats.GPTime += g.r.e.Now() - g.started
-	g.processGPEnd(cur)
-	g.startGP(cur)
+	// 2.6.33's rcu_report_qs_rsp calls rcu_start_gp, which asks
+	// cpu_needs_another_gp before this CPU's callbacks are advanced: the
+	// ones that waited for the GP just ended still count, so a GP starts
+	// whenever any were queued, and only then are they advanced
+	// (rcu_start_gp_per_cpu). 2.6.31/32's cpu_quiet_msk advances first.
+	if g.r.cfg.GPEndBeforeAdvance && !cur.cbs.restEmpty(segDone) {
+		g.processGPEnd(cur)
+		g.beginGP(cur)
+	} else {
+		g.processGPEnd(cur)
+		g.startGP(cur)
+	}
 	for _, x := range g.r.cpus {
 		x.cpu.KickTick()
 	}
