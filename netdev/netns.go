@@ -660,7 +660,7 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 	t.SetPhase(PhaseExitNet)
 	for range batch {
 		t.Charge(ns.costs.Exit)
-		for range ns.prof.ExitRCUFrees {
+		for range ns.prof.ExitRCUFrees { // a count estimated, not derived (netns_lines.go)
 			host.rcu.CallRCU(t, func() {})
 		}
 		if ns.prof.ExitCondResched {

@@ -100,7 +100,7 @@ var netnsChanges = map[string][]Change{
 				p.Netns.NetMutex = false
 			}},
 		{"", "4.x", "fib_trie: tables are freed by call_rcu (fib_free_table)",
-			"a namespace's exit methods leave RCU callbacks behind (modelled as 2), so the final rcu_barrier() waits for a grace period", func(p *Profile) {
+			"a namespace's exit methods leave RCU callbacks behind (2 a namespace: an estimate, not derived), so the final rcu_barrier() waits for a grace period", func(p *Profile) {
 				p.Netns.ExitRCUFrees = 2
 			}},
 		{"22cb7405fada", "4.20", "VFS: use synchronize_rcu_expedited() in namespace_unlock()",

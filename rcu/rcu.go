@@ -142,9 +142,12 @@ type Config struct {
 	// l.972-992). The flag is set by the FQS scan for a CPU that holds a GP
 	// up past jiffies_to_sched_qs, and by an expedited GP's IPI handler.
 	CondReschedQS bool
-	// SyncUPShortcut: synchronize_rcu returns at once on one CPU with
-	// non-preemptible RCU (rcu_blocking_is_gp in 2.6.3x; modern Tree RCU
-	// has no such shortcut once the scheduler runs).
+	// SyncUPShortcut: synchronize_rcu (and the modern expedited one) return
+	// at once on one CPU with non-preemptible RCU: rcu_blocking_is_gp in
+	// 2.6.3x, and in 5.10 and 5.15 on kernels without PREEMPTION (5.10
+	// kernel/rcu/tree.c l.3668-3679, 5.15 l.3704-3728); from 6.1
+	// (258f887aba60) only before the scheduler runs, which the model never
+	// sees.
 	SyncUPShortcut bool
 	// TinyTickResched: modern Tiny RCU, a tick in kernel code with
 	// callbacks waiting sets need_resched.
