@@ -94,20 +94,23 @@ func varying(rs []Record) (idx []int, fixed []string) {
 var counterColumns = []struct {
 	name, key string
 	format    func(float64) string
+	duration  bool // nanoseconds, printed in the column's unit
 }{
-	{"GPs", "grace_periods", formatCount},
-	{"sleeps", "sleeps", formatCount},
-	{"wakeups", "wakeups", formatCount},
-	{"CPU busy", "cpu_busy_ns", FormatDuration},
-	{"requests", "netlink_requests", formatCount},
-	{"returned", "netns_returned_ns", FormatDuration},
-	{"devices gone", "netns_gone_ns", FormatDuration},
-	{"cleanup runs", "cleanup_batches", formatCount},
+	{"GPs", "grace_periods", formatCount, false},
+	{"sleeps", "sleeps", formatCount, false},
+	{"wakeups", "wakeups", formatCount, false},
+	{"CPU busy", "cpu_busy_ns", FormatDuration, true},
+	{"requests", "netlink_requests", formatCount, false},
+	{"returned", "netns_returned_ns", FormatDuration, true},
+	{"devices gone", "netns_gone_ns", FormatDuration, true},
+	{"cleanup runs", "cleanup_batches", formatCount, false},
 }
 
 // rows renders the records as a header and text rows, for the terminal
-// table and Markdown alike.
-func rows(rs []Record) (header []string, body [][]string) {
+// table and Markdown alike. Each time column has one unit, named in its
+// header. Emulated rows that differ only in their strategy and agree in
+// every column are one row, naming its strategies (groupedRows says why).
+func rows(rs []Record) (header []string, body [][]string, merged bool) {
 	idx, _ := varying(rs)
 	for _, i := range idx {
 		header = append(header, dims[i].name)
@@ -122,21 +125,53 @@ func rows(rs []Record) (header []string, body [][]string) {
 	if len(rs) > 0 && rs[0].NetnsCell() {
 		per = "per namespace"
 	}
-	header = append(header, "min", "median", "mean ± sd", "max", per)
-	if showRel {
-		header = append(header, "relative")
-	}
 	var counters []int
 	for i, c := range counterColumns {
 		for _, r := range rs {
 			if _, ok := r.Counters[c.key]; ok {
 				counters = append(counters, i)
-				header = append(header, c.name)
 				break
 			}
 		}
 	}
+	// One unit per time column, from the values it holds.
+	col := func(get func(Record) []float64) unit {
+		var vs []float64
+		for _, r := range rs {
+			if r.OK > 0 {
+				vs = append(vs, get(r)...)
+			}
+		}
+		return columnUnit(vs)
+	}
+	uMin := col(func(r Record) []float64 { return []float64{float64(r.MinNS)} })
+	uMed := col(func(r Record) []float64 { return []float64{float64(r.MedianNS)} })
+	uMean := col(func(r Record) []float64 { return []float64{r.MeanNS} })
+	uMax := col(func(r Record) []float64 { return []float64{float64(r.MaxNS)} })
+	uPer := col(func(r Record) []float64 { return []float64{r.PerDeviceNS} })
+	header = append(header, uMin.head("min"), uMed.head("median"), uMean.head("mean ± sd"), uMax.head("max"), uPer.head(per))
+	if showRel {
+		header = append(header, "relative")
+	}
+	cu := map[int]unit{}
+	for _, i := range counters {
+		c := counterColumns[i]
+		if c.duration {
+			var vs []float64
+			for _, r := range rs {
+				if v, ok := r.Counters[c.key]; ok {
+					vs = append(vs, v)
+				}
+			}
+			cu[i] = columnUnit(vs)
+			header = append(header, cu[i].head(c.name))
+		} else {
+			header = append(header, c.name)
+		}
+	}
 	header = append(header, "result")
+	strategyCol := slices.IndexFunc(idx, func(i int) bool { return dims[i].name == "strategy" })
+	groupOf := map[string]int{} // the row a group's first record made
 	for _, r := range rs {
 		var row []string
 		for _, i := range idx {
@@ -148,12 +183,12 @@ func rows(rs []Record) (header []string, body [][]string) {
 				row = append(row, "-")
 			}
 		} else {
-			ms := FormatDuration(r.MeanNS)
+			ms := uMean.format(r.MeanNS)
 			if r.OK > 1 {
-				ms += " ± " + FormatDuration(r.StddevNS)
+				ms += " ± " + uMean.format(r.StddevNS)
 			}
-			row = append(row, FormatDuration(float64(r.MinNS)), FormatDuration(float64(r.MedianNS)), ms,
-				FormatDuration(float64(r.MaxNS)), FormatDuration(r.PerDeviceNS))
+			row = append(row, uMin.format(float64(r.MinNS)), uMed.format(float64(r.MedianNS)), ms,
+				uMax.format(float64(r.MaxNS)), uPer.format(r.PerDeviceNS))
 			if showRel {
 				row = append(row, relText(r))
 			}
@@ -161,16 +196,80 @@ func rows(rs []Record) (header []string, body [][]string) {
 		for _, i := range counters {
 			c := counterColumns[i]
 			v, ok := r.Counters[c.key]
-			if !ok {
+			switch {
+			case !ok:
 				row = append(row, "-")
-				continue
+			case c.duration:
+				row = append(row, cu[i].format(v))
+			default:
+				row = append(row, c.format(v))
 			}
-			row = append(row, c.format(v))
 		}
 		row = append(row, resultText(r))
+		if strategyCol >= 0 && r.Backend == "sim" {
+			// The key: every column but the strategy and the relative one
+			// (which only the baseline row prints without a spread).
+			drop := map[int]bool{strategyCol: true}
+			if showRel {
+				drop[len(idx)+5] = true
+			}
+			var kept []string
+			for i, v := range row {
+				if !drop[i] {
+					kept = append(kept, v)
+				}
+			}
+			key := strings.Join(kept, "\x00")
+			if g, ok := groupOf[key]; ok {
+				body[g][strategyCol] += ", " + r.Strategy
+				merged = true
+				continue
+			}
+			groupOf[key] = len(body)
+		}
 		body = append(body, row)
 	}
-	return header, body
+	return header, body, merged
+}
+
+// unit is how a time column prints: its unit and the digits after the point.
+type unit struct {
+	name     string
+	div      float64
+	decimals int
+}
+
+// columnUnit picks one unit for a column of nanosecond values: the unit
+// FormatDuration would give its smallest non-zero value, or a larger one
+// when the largest would need more than seven digits before the point;
+// three decimals (none for ns).
+func columnUnit(vs []float64) unit {
+	units := []unit{{"ns", 1, 0}, {"µs", 1e3, 3}, {"ms", 1e6, 3}, {"s", 1e9, 3}}
+	maxV, minV := 0.0, math.Inf(1)
+	for _, v := range vs {
+		a := math.Abs(v)
+		maxV = math.Max(maxV, a)
+		if a > 0 {
+			minV = math.Min(minV, a)
+		}
+	}
+	if math.IsInf(minV, 1) {
+		return units[2]
+	}
+	i := 0
+	for i+1 < len(units) && minV >= units[i+1].div {
+		i++
+	}
+	for i+1 < len(units) && maxV/units[i].div >= 1e7 {
+		i++
+	}
+	return units[i]
+}
+
+func (u unit) head(name string) string { return name + " (" + u.name + ")" }
+
+func (u unit) format(ns float64) string {
+	return strconv.FormatFloat(ns/u.div, 'f', u.decimals, 64)
 }
 
 func relText(r Record) string {
@@ -278,14 +377,114 @@ func (rep *Report) summaryLines() []string {
 	if m.CostsFrom != "" {
 		lines = append(lines, "costs: "+m.CostsFrom)
 	}
+	var devs, nss []string
 	for _, p := range sortedKeys(unbatched) {
 		if netnsUnbatched[p] {
-			lines = append(lines, fmt.Sprintf("note: profile %s has no batched namespace cleanup (each namespace is a cleanup run of its own, its devices unregistered one by one), so its batched cells only drop the references at once", p))
-			continue
+			nss = append(nss, p)
+		} else {
+			devs = append(devs, p)
 		}
-		lines = append(lines, fmt.Sprintf("note: profile %s has no batched unregister, so its batched cells delete one by one", p))
+	}
+	if len(nss) > 0 {
+		lines = append(lines, fmt.Sprintf("note: %s no batched namespace cleanup (each namespace is a cleanup run of its own, its devices unregistered one by one), so %s batched cells only drop the references at once", profilesHave(nss), their(nss)))
+	}
+	if len(devs) > 0 {
+		lines = append(lines, fmt.Sprintf("note: %s no batched unregister, so %s batched cells delete one by one", profilesHave(devs), their(devs)))
 	}
 	return lines
+}
+
+// profilesHave is "profile X has" or "profiles X, Y have".
+func profilesHave(ps []string) string {
+	if len(ps) == 1 {
+		return "profile " + ps[0] + " has"
+	}
+	return "profiles " + strings.Join(ps, ", ") + " have"
+}
+
+func their(ps []string) string {
+	if len(ps) == 1 {
+		return "its"
+	}
+	return "their"
+}
+
+// mergedNote says what a row naming several strategies is.
+const mergedNote = "a row naming several strategies stands for cells that agree in every column"
+
+// tableNotes are the notes printed before the table: what its rows are.
+func (rep *Report) tableNotes(merged bool) []string {
+	var out []string
+	if merged {
+		out = append(out, mergedNote)
+	}
+	return append(out, rep.Notes...)
+}
+
+// groupWarnings merges warnings that say the same of several cells
+// ("CELL: MESSAGE"), so each message is read once with the cells it is about.
+func groupWarnings(ws []string) []string {
+	var order []string
+	cells := map[string][]string{}
+	for _, w := range ws {
+		cell, msg, ok := strings.Cut(w, ": ")
+		if !ok || strings.Contains(cell, ". ") {
+			cell, msg = "", w
+		}
+		if _, seen := cells[msg]; !seen {
+			order = append(order, msg)
+		}
+		if cell != "" || len(cells[msg]) == 0 {
+			cells[msg] = append(cells[msg], cell)
+		}
+	}
+	var out []string
+	for _, msg := range order {
+		cs := slices.DeleteFunc(slices.Compact(cells[msg]), func(c string) bool { return c == "" })
+		if len(cs) == 0 {
+			out = append(out, msg)
+			continue
+		}
+		out = append(out, joinCells(cs)+": "+msg)
+	}
+	return out
+}
+
+// joinCells names several cells at once: when they differ in one part only
+// ("..., N=10" and "..., N=100"), as that part's values ("..., N=10 and
+// N=100"); otherwise each in full.
+func joinCells(cs []string) string {
+	if len(cs) == 1 {
+		return cs[0]
+	}
+	parts := make([][]string, len(cs))
+	for i, c := range cs {
+		parts[i] = strings.Split(c, ", ")
+	}
+	diff := -1
+	for _, p := range parts {
+		if len(p) != len(parts[0]) {
+			return strings.Join(cs, "; ")
+		}
+		for k := range p {
+			if p[k] != parts[0][k] {
+				if diff >= 0 && diff != k {
+					return strings.Join(cs, "; ")
+				}
+				diff = k
+			}
+		}
+	}
+	if diff < 0 {
+		return cs[0]
+	}
+	var vals []string
+	for _, p := range parts {
+		vals = append(vals, p[diff])
+	}
+	base := slices.Clone(parts[0])
+	base[diff] = strings.Join(vals[:len(vals)-1], ", ") + " and " + vals[len(vals)-1]
+	return strings.Join(base, ", ")
 }
 
 // kinds lists the link kinds of the real-kernel records.
@@ -311,11 +510,14 @@ func sortedKeys(m map[string]bool) []string {
 // WriteTable prints the terminal table, then the warnings.
 func (rep *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
+	h, body, merged := rows(rep.Results)
 	for _, l := range rep.summaryLines() {
 		b.WriteString(l + "\n")
 	}
+	for _, n := range rep.tableNotes(merged) {
+		b.WriteString("note: " + n + "\n")
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	h, body := rows(rep.Results)
 	fmt.Fprintln(tw, strings.Join(h, "\t"))
 	for _, row := range body {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
@@ -326,10 +528,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if rep.ShowPhases {
 		rep.writePhases(&b)
 	}
-	for _, n := range rep.Notes {
-		b.WriteString("note: " + n + "\n")
-	}
-	for _, wn := range rep.Warnings {
+	for _, wn := range groupWarnings(rep.Warnings) {
 		b.WriteString("warning: " + wn + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
@@ -388,11 +587,14 @@ func (rep *Report) writePhases(b *strings.Builder) {
 // WriteMarkdown prints the summary and the table as Markdown.
 func (rep *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
+	h, body, merged := rows(rep.Results)
 	for _, l := range rep.summaryLines() {
 		b.WriteString(l + "  \n")
 	}
+	for _, n := range rep.tableNotes(merged) {
+		b.WriteString("note: " + n + "  \n")
+	}
 	b.WriteString("\n")
-	h, body := rows(rep.Results)
 	b.WriteString("| " + strings.Join(h, " | ") + " |\n")
 	b.WriteString("|" + strings.Repeat(" --- |", len(h)) + "\n")
 	for _, row := range body {
@@ -401,12 +603,9 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
-	if len(rep.Warnings)+len(rep.Notes) > 0 {
+	if len(rep.Warnings) > 0 {
 		b.WriteString("\n")
-		for _, n := range rep.Notes {
-			b.WriteString("- note: " + n + "\n")
-		}
-		for _, wn := range rep.Warnings {
+		for _, wn := range groupWarnings(rep.Warnings) {
 			b.WriteString("- warning: " + wn + "\n")
 		}
 	}

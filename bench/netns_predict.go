@@ -339,17 +339,25 @@ func (pr *NetnsPrediction) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "each namespace: %s, and with veth one pair whose outer end is in ndst's namespace; real: median of %d run(s), emulated: median of %d seed(s)\n",
 			what, len(r0.MeasuredRuns), r0.Predicted.Runs)
 	}
+	// One unit for each time, real and emulated alike.
+	var ret, gone, done []float64
+	for _, r := range pr.Rows {
+		ret = append(ret, float64(r.MeasuredReturnedNS), float64(r.Predicted.ReturnedNS))
+		gone = append(gone, float64(r.MeasuredGoneNS), float64(r.Predicted.GoneNS))
+		done = append(done, float64(r.MeasuredDoneNS), float64(r.Predicted.DoneNS))
+	}
+	uR, uG, uD := columnUnit(ret), columnUnit(gone), columnUnit(done)
 	tw := tabwriter.NewWriter(&b, 2, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\tveth\tstyle\treturned real\temulated\tgone real\temulated\terror\tdone real\temulated\terror\tcleanup runs real\temulated\t")
+	fmt.Fprintf(tw, "N\tveth\tstyle\treturned (%s) real\temulated\tgone (%s) real\temulated\terror\tdone (%s) real\temulated\terror\tcleanup runs real\temulated\t\n", uR.name, uG.name, uD.name)
 	for _, r := range pr.Rows {
 		v := "no"
 		if r.Veth {
 			v = "yes"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", r.Namespaces, v, r.Style,
-			FormatDuration(float64(r.MeasuredReturnedNS)), FormatDuration(float64(r.Predicted.ReturnedNS)),
-			measured(r.MeasuredGoneNS), FormatDuration(float64(r.Predicted.GoneNS)), errText(r.MeasuredGoneNS, r.GoneError),
-			measured(r.MeasuredDoneNS), FormatDuration(float64(r.Predicted.DoneNS)), errText(r.MeasuredDoneNS, r.Error),
+			uR.format(float64(r.MeasuredReturnedNS)), uR.format(float64(r.Predicted.ReturnedNS)),
+			measured(uG, r.MeasuredGoneNS), uG.format(float64(r.Predicted.GoneNS)), errText(r.MeasuredGoneNS, r.GoneError),
+			measured(uD, r.MeasuredDoneNS), uD.format(float64(r.Predicted.DoneNS)), errText(r.MeasuredDoneNS, r.Error),
 			r.MeasuredCleanups, r.Predicted.CleanupRuns)
 	}
 	tw.Flush()
@@ -368,12 +376,13 @@ func (pr *NetnsPrediction) WriteTable(w io.Writer) error {
 	return err
 }
 
-// measured prints a real time, n/a where no run observed it.
-func measured(ns int64) string {
+// measured prints a real time in its column's unit, n/a where no run
+// observed it.
+func measured(u unit, ns int64) string {
 	if ns <= 0 {
 		return "n/a"
 	}
-	return FormatDuration(float64(ns))
+	return u.format(float64(ns))
 }
 
 // errText prints a relative error, n/a where the real time is unknown.

@@ -141,7 +141,7 @@ func TestNetnsPredictionTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"kernel 6.18.0-test against the emulated line 6.18", "lo up", "median of 1 run(s)", "median of 5 seed(s)",
-		"80.000ms", "72.000ms", "-10.0%", "-30.0%", "all-at-once", "one-at-a-time", "within 25% (cleanup done): 1 of 2 cells (1 not measured, n/a: not compared)",
+		"80.000", "72.000", "done (ms) real", "-10.0%", "-30.0%", "all-at-once", "one-at-a-time", "within 25% (cleanup done): 1 of 2 cells (1 not measured, n/a: not compared)",
 		"warning: N=10 with veth one-at-a-time"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("WriteTable() lacks %q:\n%s", want, out)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ndst-project/ndst/costs"
@@ -111,12 +110,12 @@ func (g *globalOptions) nlOptions() nlbackend.Options {
 		Netns: g.netns, Kind: g.kind, KindExplicit: g.kindExplicit,
 		AllowRootNS: g.allowRootNS, Logger: g.logger(),
 		WaitLock: g.waitLock, NameExplicit: g.nameExplicit, NoMemoryCheck: g.noMemoryCheck,
-		Warnf: func(format string, args ...any) { fmt.Fprintf(g.stderr, "ndst: note: "+format+"\n", args...) },
+		Warnf: func(format string, args ...any) { g.note("note: "+format, args...) },
 		// Notices also land in Result.Notes, which the text output prints;
 		// with --json they go to stderr too, so a person still sees them.
 		Notef: func(format string, args ...any) {
 			if g.json {
-				fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
+				g.note(format, args...)
 			}
 		},
 	}

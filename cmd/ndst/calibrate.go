@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/ndst"
@@ -49,9 +48,7 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 			defer cancel()
 			o := calibrate.Options{
 				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples, Rounds: rounds, NoNetns: noNetns,
-				Notef: func(format string, args ...any) {
-					fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...)
-				},
+				Notef: g.note,
 			}
 			p := g.startProgress("calibrate: measuring this host")
 			o.Progress = g.progressLines(p, "calibrate: ")

@@ -18,6 +18,8 @@ import (
 // variables), so tests can run the CLI many times in one process.
 type globalOptions struct {
 	stdout, stderr io.Writer
+	// notes are the notes printed so far (output.go: each once).
+	notes noteSet
 
 	backend  string
 	json     bool

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -22,6 +23,29 @@ func (g *globalOptions) printResult(r *ndst.Result) error {
 		return writeJSON(g.stdout, r)
 	}
 	return writeResultText(g.stdout, r, textDetail{counters: g.verbose > 0 || g.counters, kernelLog: g.verbose > 0})
+}
+
+// noteSet remembers the notes a command printed on stderr, so that a note
+// that many runs of one command raise (a calibration's dozen real deletes,
+// each saying how it timed the cleanup) is read once.
+type noteSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// note prints "ndst: MESSAGE" on stderr, once per command for each message.
+func (g *globalOptions) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	g.notes.mu.Lock()
+	defer g.notes.mu.Unlock()
+	if g.notes.seen[msg] {
+		return
+	}
+	if g.notes.seen == nil {
+		g.notes.seen = map[string]bool{}
+	}
+	g.notes.seen[msg] = true
+	fmt.Fprintf(g.stderr, "ndst: %s\n", msg)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -228,7 +228,7 @@ namespaces deleted all at once, without veth).`,
 				fmt.Fprintln(g.stderr, "ndst: no --costs given; calibrating this host first (ndst calibrate)")
 				p := g.startProgress("predict: calibrating this host")
 				rep, err := calibrate.Run(ctx, calibrate.Options{Kind: g.kind, KindExplicit: g.kindExplicit,
-					Notef:    func(format string, args ...any) { fmt.Fprintf(g.stderr, "ndst: "+format+"\n", args...) },
+					Notef:    g.note,
 					Progress: g.progressLines(p, "predict: calibrating: ")})
 				p.stop()
 				if err != nil {
