@@ -163,6 +163,8 @@ echo 1 1000 > /proc/sys/net/ndst/del:
 			return g.validate(cmd)
 		},
 	}
+	root.Version = versionString()
+	root.SetVersionTemplate("ndst {{.Version}}\n")
 	root.SetOut(g.stdout)
 	root.SetErr(g.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
