@@ -46,6 +46,9 @@ type NetnsPredictSpec struct {
 	Netlink nlbackend.Options
 	// Progress, when set, is told what runs.
 	Progress func(what string)
+	// Step, when set, is told how much of the real kernel's work is done,
+	// in namespaces created and deleted, of how much.
+	Step func(done, total int)
 
 	warnings []string
 }
@@ -291,11 +294,19 @@ func (p *NetnsPredictSpec) measureNetns(ctx context.Context) (map[netnsKey][]nds
 	}
 	out := map[netnsKey][]ndst.NetnsTimes{}
 	kind := ""
+	total, done := 0, 0
+	for _, n := range p.Counts {
+		total += n * len(p.Veth) * 2 * p.RealRuns
+	}
 	for _, n := range p.Counts {
 		for _, veth := range p.Veth {
 			for _, style := range []string{ndst.StyleAllAtOnce, ndst.StyleOneAtATime} {
 				for run := range p.RealRuns {
 					p.Progress(fmt.Sprintf("real kernel: %d namespaces, %s, deleted %s (run %d of %d)", n, vethWord(veth), style, run+1, p.RealRuns))
+					if p.Step != nil {
+						p.Step(done, total)
+					}
+					done += n
 					a, err := nb.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: n, Template: tmpl, Links: p.Links, Veth: veth, LoUp: p.LoUp})
 					if err != nil {
 						return nil, "", fmt.Errorf("real netns add %d: %w", n, err)

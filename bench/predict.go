@@ -40,6 +40,9 @@ type PredictSpec struct {
 	Netlink nlbackend.Options
 	// Progress, when set, is told what runs.
 	Progress func(what string)
+	// Step, when set, is told how much of the real kernel's work is done,
+	// in devices added and deleted, of how much.
+	Step func(done, total int)
 	// Recorded, when set, replaces the local real-kernel runs with
 	// measurements taken in a guest (ParseGuestLog).
 	Recorded *Recorded
@@ -300,12 +303,20 @@ func (s *PredictSpec) measureLocally(ctx context.Context, p *Prediction, rows fu
 		return ndst.Usagef("network namespace %s already exists; predict needs a throwaway namespace of its own", s.Netlink.Netns)
 	}
 	p.LoadAvg = append(p.LoadAvg, calibrate.LoadAvg())
+	total, done := 0, 0
+	for _, n := range s.Counts {
+		total += n * len(BatchNames) * s.Runs
+	}
 	for _, n := range s.Counts {
 		for _, b := range BatchNames {
 			for range s.Runs {
 				if s.Progress != nil {
 					s.Progress(fmt.Sprintf("real kernel: add %d, delete %s", n, b))
 				}
+				if s.Step != nil {
+					s.Step(done, total)
+				}
+				done += n
 				add, err := nb.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template, Kind: s.Netlink.Kind})
 				if err != nil {
 					return fmt.Errorf("real add %d: %w", n, err)

@@ -112,7 +112,7 @@ func (g *globalOptions) predictNetns(ctx context.Context, s *bench.PredictSpec) 
 	}
 	prog := g.startProgress("predict: namespaces")
 	p, err := bench.PredictNetns(ctx, bench.NetnsPredictSpec{Counts: s.Counts, LoUp: true, Runs: s.SimRuns, Seed: s.Seed,
-		Costs: s.Costs, RealRuns: s.Runs, Netlink: s.Netlink, Progress: g.progressLines(prog, "predict: ")})
+		Costs: s.Costs, RealRuns: s.Runs, Netlink: s.Netlink, Progress: g.progressLines(prog, "predict: "), Step: prog.set})
 	prog.stop()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -249,6 +249,7 @@ namespaces deleted all at once, without veth).`,
 			}
 			prog := g.startProgress("predict: measuring the real kernel and running the emulated one")
 			s.Progress = g.progressLines(prog, "predict: ")
+			s.Step = prog.set
 			p, err := bench.Predict(ctx, s)
 			prog.stop()
 			if err != nil {
