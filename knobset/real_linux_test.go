@@ -1,8 +1,10 @@
 package knobset
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,5 +61,46 @@ func TestRealKnobKilledRestoredNext(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(notes, "\n"), "restored "+stallTimeout+" "+changed+" -> "+before) {
 		t.Errorf("notes %q do not say what was restored", notes)
+	}
+}
+
+// In a mount namespace whose /sys is read-only (as a container's is), a
+// knob is refused as not writable, with the reason, and nothing is written.
+func TestReadOnlySysRefused(t *testing.T) {
+	if os.Getenv("NDST_KNOBSET_RO_CHILD") == "1" {
+		Dir = os.Getenv("NDST_KNOBSET_RO_DIR")
+		fmt.Println("check:", Check("/sys/kernel/rcu_normal"))
+		s, err := Begin(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Set("rcupdate.rcu_normal", "/sys/kernel/rcu_normal", "1")
+		fmt.Println("set:", err, errors.Is(err, ErrNotWritable), "record:", Pending())
+		s.Close()
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root for a mount namespace; running as uid %d", os.Geteuid())
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("unshare (util-linux) not found")
+	}
+	before := knob(t, "/sys/kernel/rcu_normal")
+	script := `mount --bind /sys /sys && mount -o remount,bind,ro /sys && exec "$0" -test.run='^TestReadOnlySysRefused$' -test.v`
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c", script, os.Args[0])
+	cmd.Env = append(os.Environ(), "NDST_KNOBSET_RO_CHILD=1", "NDST_KNOBSET_RO_DIR="+filepath.Join(t.TempDir(), "ndst"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child in a read-only /sys: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "check: /sys/kernel/rcu_normal: its file system is mounted read-only") {
+		t.Errorf("Check in a read-only /sys said:\n%s\nwant the read-only reason", out)
+	}
+	if !strings.Contains(string(out), "set: /sys/kernel/rcu_normal: its file system is mounted read-only (a container's /sys or /proc?) true record: false") {
+		t.Errorf("Set in a read-only /sys said:\n%s\nwant refused as not writable, with no record", out)
+	}
+	if got := knob(t, "/sys/kernel/rcu_normal"); got != before {
+		t.Errorf("rcu_normal reads %s after the test, was %s", got, before)
 	}
 }
