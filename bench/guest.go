@@ -19,7 +19,10 @@ import (
 type Recorded struct {
 	// Source says where they come from (the guest's kernel release).
 	Source string
-	Kind   string
+	// Cmdline is the command line the guest booted with, when the
+	// transcript has it.
+	Cmdline string
+	Kind    string
 	// Del[n][batch] and Add[n] are the wall times of each run.
 	Del map[int]map[string][]int64
 	Add map[int][]int64
@@ -56,6 +59,8 @@ func ParseGuestLog(r io.Reader) (*costs.Table, *Recorded, error) {
 		switch f[0] {
 		case "guest":
 			rec.Source = strings.Join(f[1:], " ")
+		case "cmdline":
+			rec.Cmdline = strings.Join(f[1:], " ")
 		case "begin":
 			in, cmd = true, strings.Join(f[min(2, len(f)):], " ") // "begin N ARGS..."; a cut line has fewer
 			out.Reset()

@@ -46,6 +46,9 @@ type LeverPrediction struct {
 	Without *Prediction `json:"without"`
 	With    *Prediction `json:"with"`
 	Rows    []LeverRow  `json:"rows"`
+	// Cmdline is each boot's kernel command line, when its transcript has
+	// it (without, with).
+	Cmdline [2]string `json:"cmdline"`
 	// Within counts the delete rows whose prediction with the lever is
 	// within PredictThreshold of the measurement; Signs those whose effect
 	// has the measured sign.
@@ -71,7 +74,7 @@ func PredictLever(ctx context.Context, s *PredictSpec, with *Recorded, lever []s
 	if err != nil {
 		return nil, err
 	}
-	lp := &LeverPrediction{Lever: lever, Without: without, With: withP}
+	lp := &LeverPrediction{Lever: lever, Without: without, With: withP, Cmdline: [2]string{s.Recorded.Cmdline, with.Cmdline}}
 	after := map[key]PredictRow{}
 	for _, r := range withP.Rows {
 		after[key{r.Op, r.Count, r.Batch}] = r
@@ -115,7 +118,10 @@ func (lp *LeverPrediction) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "lever: %s\n", strings.Join(lp.Lever, " "))
 	fmt.Fprintf(&b, "predicted: emulated kernel line %s (%s RCU), HZ=%d, %d CPU(s), preempt %s, costs %s (the boot without the lever)\n",
 		p.Profile, p.RCU, p.HZ, p.CPUs, p.Preempt, p.Costs)
-	fmt.Fprintf(&b, "measured:  %s without the lever; %s with it\n", p.Kernel, lp.With.Kernel)
+	fmt.Fprintf(&b, "measured:  %s, booted without the lever and with it\n", p.Kernel)
+	if lp.Cmdline[1] != "" {
+		fmt.Fprintf(&b, "           the boot with it had the command line: %s\n", lp.Cmdline[1])
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "N\tmode\tmeasured without\twith\tpredicted without\twith\terror with\teffect measured\tpredicted\tsign\t")
 	for _, r := range lp.Rows {

@@ -142,6 +142,27 @@ func emuForHost(t *costs.Table, seed uint64) (emu.Config, error) {
 	return c, nil
 }
 
+// EmuConfig is the emulated kernel configured as the calibrated host,
+// changed by adjust (when set), and checked as emu.Open checks it (a knob
+// the line lacks, a value the machine refuses), running nothing.
+func (s *PredictSpec) EmuConfig(adjust func(*emu.Config) error) (emu.Config, error) {
+	c, err := emuForHost(s.Costs, s.Seed)
+	if err != nil {
+		return c, err
+	}
+	if adjust != nil {
+		if err := adjust(&c); err != nil {
+			return c, err
+		}
+	}
+	c.Ephemeral = true
+	be, err := emu.Open(context.Background(), c)
+	if err != nil {
+		return c, err
+	}
+	return c, be.Close()
+}
+
 // Check validates the spec without running anything.
 func (s *PredictSpec) Check() error {
 	if len(s.Counts) == 0 {

@@ -149,9 +149,17 @@ func (g *globalOptions) checkPredict(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("backend") && g.backend != "netlink" {
 		return refuse([]string{"backend"}, "predict always runs both backends")
 	}
-	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog", "param"}),
+	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog"}),
 		"predict runs throwaway emulated kernels of the 6.18 profile with the HZ, CPUs and preemption of the calibration's host"); err != nil {
 		return err
+	}
+	// --param is a lever: the emulated kernel of one boot's calibration,
+	// with the knob set, against a second boot that had it.
+	if f := cmd.Flags().Lookup("measured-in"); f == nil || !f.Changed {
+		if err := refuse(setFlags(cmd, []string{"param"}),
+			"predict emulates the calibrated host as it was; a knob set otherwise is checked with --from-guest WITHOUT --measured-in WITH (scripts/vm-predict.sh --param)"); err != nil {
+			return err
+		}
 	}
 	if f := cmd.Flags().Lookup("from-guest"); f != nil && f.Changed {
 		return refuse(setFlags(cmd, []string{"kind", "costs", "predict-netns", "runs", "save-costs"}),

@@ -13,6 +13,7 @@ import (
 	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/netdev"
 	"github.com/ndst-project/ndst/safefile"
 	"github.com/spf13/cobra"
@@ -43,6 +44,9 @@ func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path, measuredIn 
 		if err := sameGuest(rec.Source, rec2.Source); err != nil {
 			return ndst.Usagef("--measured-in %s: %v", measuredIn, err)
 		}
+		if len(g.params) > 0 {
+			return g.predictLever(s, table, rec, rec2)
+		}
 		rec = rec2
 	}
 	s.Costs, s.Recorded = table, rec
@@ -67,6 +71,49 @@ func (g *globalOptions) predictFromGuest(s *bench.PredictSpec, path, measuredIn 
 		return writeJSON(g.stdout, p)
 	}
 	return p.WriteTable(g.stdout)
+}
+
+// predictLever compares two boots of one guest, without and with the
+// --param knobs: both predicted with the first one's calibration, the
+// second with the knobs set in the emulated kernel.
+func (g *globalOptions) predictLever(s *bench.PredictSpec, table *costs.Table, without, with *bench.Recorded) error {
+	s.Costs, s.Recorded = table, without
+	s.Counts = s.Counts[:0]
+	for n := range without.Del {
+		if _, ok := with.Del[n]; ok {
+			s.Counts = append(s.Counts, n)
+		}
+	}
+	slices.Sort(s.Counts)
+	if len(s.Counts) == 0 {
+		return ndst.Usagef("--measured-in: the two transcripts have no device count in common")
+	}
+	if err := s.Check(); err != nil {
+		return err
+	}
+	params := slices.Clone(g.params)
+	apply := func(c *emu.Config) error {
+		c.Params = append(c.Params, params...)
+		return nil
+	}
+	// The knobs are checked against the guest's line and machine before
+	// anything runs.
+	if _, err := s.EmuConfig(apply); err != nil {
+		return err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	prog := g.startProgress("predict: the guest's two boots, without and with " + strings.Join(params, " "))
+	s.Progress = g.progressLines(prog, "predict: ")
+	lp, err := bench.PredictLever(ctx, s, with, params, apply)
+	prog.stop()
+	if err != nil {
+		return err
+	}
+	if g.json {
+		return writeJSON(g.stdout, lp)
+	}
+	return lp.WriteTable(g.stdout)
 }
 
 // readGuestLog reads a scripts/vm-run.sh transcript (flag names it in errors).
