@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/ndst-project/ndst/calibrate"
@@ -330,4 +333,40 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 		return 0, fmt.Errorf("real netns del of %d: the cleanup's end was not observed (%v)", w.Namespaces, d.Notes)
 	}
 	return *d.Netns.DoneNS, nil
+}
+
+// WriteTable prints the verification: per lever, the predicted and measured
+// times without and with it, the error with it and the effect's sign.
+func (v *Verification) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verified on this kernel: %s (%s), %d run(s) without and with each lever, alternately", v.Workload, v.Kind, v.Runs)
+	if len(v.LoadAvg) == 2 {
+		fmt.Fprintf(&b, "; load average %s / %s", v.LoadAvg[0], v.LoadAvg[1])
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "lever\twas\tpredicted\tmeasured\terror with\teffect predicted / measured\t")
+	for _, r := range v.Rows {
+		lever := r.Name + "=" + r.Value
+		if r.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t\t%s -> %s\tskipped: %s\t\t\t\n", lever,
+				FormatDuration(float64(r.PredictedBeforeNS)), FormatDuration(float64(r.PredictedAfterNS)), r.Skipped)
+			continue
+		}
+		sign := "right"
+		if !r.SignRight {
+			sign = "WRONG"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s -> %s\t%+.1f%%\t%s %+.0f%% / %s %+.0f%%: %s\t\n", lever, r.Before,
+			FormatDuration(float64(r.PredictedBeforeNS)), FormatDuration(float64(r.PredictedAfterNS)),
+			FormatDuration(float64(r.MeasuredBeforeNS)), FormatDuration(float64(r.MeasuredAfterNS)),
+			100*r.Error, r.PredictedEffect, 100*relative(r.PredictedAfterNS, r.PredictedBeforeNS),
+			r.MeasuredEffect, 100*relative(r.MeasuredAfterNS, r.MeasuredBeforeNS), sign)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "an effect within %.0f%% counts as none; each knob was put back after every run with its lever\n", 100*EffectThreshold)
+	_, err := io.WriteString(w, b.String())
+	return err
 }

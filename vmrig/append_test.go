@@ -2,7 +2,10 @@ package vmrig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,5 +82,81 @@ func TestVMAppend(t *testing.T) {
 	}
 	if len(boot.Commands) != 1 || strings.TrimSpace(boot.Commands[0].Stdout) != "0" {
 		t.Errorf("guest's jiffies_till_first_fqs = %+v, want 0", boot.Commands)
+	}
+}
+
+// vm-predict.sh --param refuses what no kernel command line or no knob of
+// ndst's can be, exit 2 with the reason, before anything boots.
+func TestVMPredictParamBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no value", []string{"--param", "rcu_nocbs"}, "--param 'rcu_nocbs': want NAME=VALUE"},
+		{"empty value", []string{"--param", "rcu_nocbs="}, "want NAME=VALUE"},
+		{"metacharacter", []string{"--param", "rcu_nocbs=all;reboot"}, "want NAME=VALUE"},
+		{"missing", []string{"--param"}, "--param needs a value"},
+		{"with netns", []string{"--netns", "--param", "rcu_nocbs=all"}, "--param and --netns"},
+		{"unknown knob", []string{"--param", "rcu_nocbz=all"}, `unknown knob "rcu_nocbz"`},
+		{"out of range", []string{"--param", "rcutree.jiffies_till_first_fqs=-1"}, "rcutree.jiffies_till_first_fqs=-1: out of range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			// No qemu: were a check to pass, the boot would fail with status 3 instead.
+			out, errOut, code := runPredict(t, ctx, []string{"TMPDIR=" + dir, "NDST_QEMU=/nonexistent/qemu"}, tc.args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("vm-predict.sh %q = exit %d, stdout %q, stderr %q; want exit 2 and a message containing %q", tc.args, code, out, errOut, tc.want)
+			}
+		})
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("usage errors left %d entries in TMPDIR, want none", len(ents))
+	}
+}
+
+// TestVMPredictParam checks a boot-time lever at its smallest (1 CPU, 20
+// devices): two boots, the second with the parameter on its command line,
+// and one JSON report comparing them row by row with the first boot's
+// calibration.
+func TestVMPredictParam(t *testing.T) {
+	needVM(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	log := filepath.Join(dir, "t.log")
+	out, errOut, code := runPredict(t, ctx, []string{"TMPDIR=" + dir}, "--param", "rcutree.jiffies_till_first_fqs=0", "--cpus", "1", "--count", "20", "--json", "--log", log)
+	if code != 0 {
+		t.Fatalf("vm-predict.sh --param = exit %d\n%s", code, errOut)
+	}
+	var lp struct {
+		Lever   []string `json:"lever"`
+		Cmdline []string `json:"cmdline"`
+		Rows    []struct {
+			Count             int
+			Batch             string
+			MeasuredBeforeNS  int64 `json:"measured_before_ns"`
+			MeasuredAfterNS   int64 `json:"measured_after_ns"`
+			PredictedBeforeNS int64 `json:"predicted_before_ns"`
+			PredictedAfterNS  int64 `json:"predicted_after_ns"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &lp); err != nil {
+		t.Fatalf("vm-predict.sh --param --json: %v\n%s", err, out)
+	}
+	if len(lp.Rows) != 2 || len(lp.Cmdline) != 2 || !strings.HasSuffix(lp.Cmdline[1], " rcutree.jiffies_till_first_fqs=0") || strings.Contains(lp.Cmdline[0], "fqs") {
+		t.Fatalf("vm-predict.sh --param report = %+v; want two rows, the second boot's command line with the parameter and the first's without", lp)
+	}
+	for _, r := range lp.Rows {
+		if r.Count != 20 || r.MeasuredBeforeNS <= 0 || r.MeasuredAfterNS <= 0 || r.PredictedBeforeNS <= 0 || r.PredictedAfterNS <= 0 {
+			t.Errorf("row %+v: want 20 devices, every time measured and predicted", r)
+		}
+	}
+	for _, f := range []string{log, log + ".with"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("transcript %s not kept: %v", f, err)
+		}
 	}
 }
