@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,8 +120,28 @@ func (s *Spec) emuConfig(c Cell, seed uint64) emu.Config {
 	return emu.Config{
 		Profile: c.Profile, Strategy: c.Strategy, HZ: c.HZ, CPUs: c.CPUs, Preempt: c.Preempt,
 		RCU: s.RCU, Seed: seed, Costs: s.Costs, Watchdog: s.Watchdog, Jitter: s.Jitter,
-		NameAlloc: s.NameAlloc, Ephemeral: true, Params: s.Params,
+		NameAlloc: s.NameAlloc, Ephemeral: true, Params: mergeParams(s.Params, c.Params),
 	}
+}
+
+// mergeParams is the Spec's knobs with the cell's over them.
+func mergeParams(spec []string, cell string) []string {
+	own := strings.Fields(cell)
+	if len(own) == 0 {
+		return spec
+	}
+	named := map[string]bool{}
+	for _, p := range own {
+		name, _, _ := strings.Cut(p, "=")
+		named[name] = true
+	}
+	var out []string
+	for _, p := range spec {
+		if name, _, _ := strings.Cut(p, "="); !named[name] {
+			out = append(out, p)
+		}
+	}
+	return append(out, own...)
 }
 
 // Run checks the Spec, runs every cell Runs times and returns one Record per

@@ -74,8 +74,13 @@ type Spec struct {
 	Costs     *costs.Table
 
 	// Params are the emulated kernel's knobs (NAME=VALUE, package knob),
-	// given to every emulated cell.
+	// given to every emulated cell (a cell's own Params win).
 	Params []string
+	// CellList, when set, is the matrix itself: these cells, in this
+	// order, instead of the cross product of the lists (whose values then
+	// only label the report). A client that runs one configuration per
+	// alternative (ndst advise) gives its cells this way.
+	CellList []Cell
 
 	// Template names the devices (default dummy%d).
 	Template ndst.Template
@@ -119,6 +124,9 @@ type Cell struct {
 	Links      int  `json:"links,omitempty"`
 	Veth       bool `json:"veth,omitempty"`
 	LoUp       bool `json:"lo_up,omitempty"`
+	// Params are knobs of this cell's emulated kernel (NAME=VALUE words,
+	// space-separated), over the Spec's Params.
+	Params string `json:"params,omitempty"`
 }
 
 // OneByOne reports whether the cell deletes its devices one by one.
@@ -143,6 +151,9 @@ const hostProfile = "host"
 // Validate checks every list and value and the size of the matrix. It fills
 // nothing in; callers apply defaults before.
 func (s *Spec) Validate() error {
+	if s.CellList != nil {
+		return s.validateCellList()
+	}
 	type list struct {
 		flag  string
 		n     int
@@ -240,6 +251,9 @@ func firstDupInt(vs []int) int {
 
 // NumCells is the number of cells without building them (it may be huge).
 func (s *Spec) NumCells() int {
+	if s.CellList != nil {
+		return len(s.CellList)
+	}
 	if len(s.NetnsCounts) > 0 {
 		return s.numNetnsCells()
 	}
@@ -270,6 +284,9 @@ func mulCap(a int, bs ...int) int {
 // preempt, batch, count, strategy (outermost first), each in the order of
 // its list, so that the strategies of one configuration and N sit together.
 func (s *Spec) Cells() []Cell {
+	if s.CellList != nil {
+		return s.CellList
+	}
 	if len(s.NetnsCounts) > 0 {
 		return s.netnsCells()
 	}
@@ -301,4 +318,27 @@ func (s *Spec) Cells() []Cell {
 		}
 	}
 	return out
+}
+
+// validateCellList checks an explicit list of cells: emulated cells only,
+// each with a known line and strategy and sizes in range (what an emulated
+// kernel refuses is found by Check, which makes the cell n/a).
+func (s *Spec) validateCellList() error {
+	if len(s.CellList) == 0 {
+		return ndst.Usagef("no cells to run")
+	}
+	for _, c := range s.CellList {
+		switch {
+		case c.Backend != "sim":
+			return ndst.Usagef("cell %s: only emulated cells can be listed", c)
+		case c.Count < 1 || c.Count > ndst.MaxCount:
+			return ndst.Usagef("cell %s: --count %d is out of range; want 1..%d", c, c.Count, ndst.MaxCount)
+		case !slices.Contains(BatchNames, c.Batch):
+			return ndst.Usagef("cell %s: unknown batch mode %q", c, c.Batch)
+		}
+	}
+	if s.Runs < 1 || s.Runs > MaxRuns {
+		return ndst.Usagef("--runs: %d is out of range; want 1..%d", s.Runs, MaxRuns)
+	}
+	return nil
 }

@@ -125,6 +125,9 @@ func (o Options) withDefaults() (Options, error) {
 // Report is the outcome of a calibration.
 type Report struct {
 	Host nlbackend.HostFacts `json:"host"`
+	// Knobs are the kernel's knobs as read when the calibration started
+	// (knobs.go); they go to the table's host section.
+	Knobs []costs.HostKnob `json:"knobs,omitempty"`
 	// HZ is the one used (configuration, else measured); HZMeasured is the
 	// estimate from grace-period end times (0 when unclear) and
 	// TickAlignment how strongly the ends cluster at that period (0..1).
@@ -308,7 +311,7 @@ func (r *Report) buildTable(now time.Time) {
 			costs.UnregisterBatch: batch,
 		},
 		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: r.Host.Preempt,
-			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP},
+			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP, Knobs: r.Knobs, KnobsRead: r.Knobs != nil},
 		Extra: map[string]int64{
 			"create_per_device_ns":           r.CreateNS,
 			"netlink_round_trip_ns":          r.RoundTripNS,
@@ -406,6 +409,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Profile != "" {
 		fmt.Fprintf(&b, "emulated as:     line %s, %s RCU (%s)\n", r.Profile, r.RCU, r.ProfileWhy)
 	}
+	b.WriteString(r.knobSummary())
 	if len(r.Closure) > 0 {
 		b.WriteString("closure:        ")
 		for i, p := range r.Closure {

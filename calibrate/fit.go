@@ -70,7 +70,9 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 	if pre == "" {
 		pre = "none"
 	}
-	return emu.Config{Profile: h.Profile, RCU: h.RCU, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Ephemeral: true}, nil
+	params, _ := HostParams(h) // the host's knobs (knobs.go)
+	return emu.Config{Profile: h.Profile, RCU: h.RCU, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Ephemeral: true,
+		Params: params, ParamsFrom: "the cost table's host"}, nil
 }
 
 // HostModel is the emulated kernel configured as the host a cost table was

@@ -50,7 +50,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		_ = nlbackend.Reset(cctx, nso)
 	}()
 
-	r := &Report{Host: b.Host()}
+	r := &Report{Host: b.Host(), Knobs: readKnobs()}
 	r.HZ = r.Host.HZ
 
 	progress("grace periods (membarrier)")

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ndst-project/ndst/knob"
 	"github.com/ndst-project/ndst/safefile"
 )
 
@@ -88,6 +89,20 @@ type Host struct {
 	RCU     string `json:"rcu,omitempty"`
 	// GP latency of synchronize_rcu as seen through membarrier, in ns.
 	GPLatency *Distribution `json:"gp_latency,omitempty"`
+	// Knobs are the kernel's knobs as the calibration read them (package
+	// hostknob): their values, and why the others were not read. A table
+	// written before knobs were recorded has none (KnobsRead false): its
+	// emulated host runs with the line's defaults.
+	Knobs     []HostKnob `json:"knobs,omitempty"`
+	KnobsRead bool       `json:"knobs_read,omitempty"`
+}
+
+// HostKnob is one kernel knob of a calibrated host.
+type HostKnob struct {
+	Name    string `json:"name"`
+	Value   string `json:"value,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Missing string `json:"missing,omitempty"`
 }
 
 // Distribution summarises a set of measurements in nanoseconds.
@@ -176,6 +191,16 @@ func Parse(b []byte) (*Table, error) {
 
 // Validate checks that every named operation is known and non-negative.
 func (t *Table) Validate() error {
+	if t.Host != nil {
+		for _, k := range t.Host.Knobs {
+			if k.Value == "" {
+				continue
+			}
+			if _, err := knob.ParseAssignment(k.Name + "=" + k.Value); err != nil {
+				return fmt.Errorf("host knob: %v", err)
+			}
+		}
+	}
 	known := map[Op]bool{}
 	for _, op := range Ops {
 		known[op] = true

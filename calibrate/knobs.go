@@ -1,0 +1,119 @@
+package calibrate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/hostknob"
+	"github.com/ndst-project/ndst/knob"
+	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/sim"
+)
+
+// The host's knobs are inputs of its emulated kernel: a calibration reads
+// every catalogue knob of the running kernel (package hostknob) and records
+// it in the table's host section, and the emulated kernel of that host (the
+// fit and its closure, predict) runs with them, so that a host with a knob
+// changed is modelled as it is. A table without knobs runs with its line's
+// defaults (HostKnobNote says so).
+
+// readKnobs records the running kernel's knobs.
+func readKnobs() []costs.HostKnob {
+	var out []costs.HostKnob
+	for _, r := range hostknob.Read() {
+		out = append(out, costs.HostKnob{Name: r.Name, Value: r.Value, Source: r.Source, Missing: r.Missing})
+	}
+	return out
+}
+
+// HostParams are the host's recorded knobs that its line has, as
+// NAME=VALUE words for the emulated kernel, and the ones left out with why
+// (the line lacks them). CONFIG_HZ is the host section's HZ already.
+func HostParams(h *costs.Host) (params, skipped []string) {
+	if h == nil {
+		return nil, nil
+	}
+	p, ok := netdev.Profiles[h.Profile]
+	for _, k := range h.Knobs {
+		if k.Value == "" || k.Name == knob.ConfigHZ {
+			continue
+		}
+		if ok {
+			if _, has := p.LineKnob(k.Name); !has {
+				skipped = append(skipped, k.Name+" (line "+h.Profile+" lacks it)")
+				continue
+			}
+		}
+		params = append(params, k.Name+"="+k.Value)
+	}
+	return params, skipped
+}
+
+// HostKnobNote says how a table's knobs reach its emulated host ("" when
+// it recorded them all as they are).
+func HostKnobNote(t *costs.Table) string {
+	if t == nil || t.Host == nil {
+		return ""
+	}
+	if !t.Host.KnobsRead {
+		return "the cost table records no kernel knobs (written before calibrate read them): its host is emulated with line " +
+			orUnknown(t.Host.Profile) + "'s defaults"
+	}
+	if _, skipped := HostParams(t.Host); len(skipped) > 0 {
+		return "host knobs the emulated line does not model are left out: " + strings.Join(skipped, ", ")
+	}
+	return ""
+}
+
+// knobSummary is calibrate's line about the knobs it read: how many, and
+// those that differ from the line's defaults on this machine.
+func (r *Report) knobSummary() string {
+	if r.Knobs == nil {
+		return ""
+	}
+	read := 0
+	for _, k := range r.Knobs {
+		if k.Value != "" {
+			read++
+		}
+	}
+	s := fmt.Sprintf("kernel knobs:    %d of %d read", read, len(r.Knobs))
+	h := &costs.Host{Profile: r.Profile, Knobs: r.Knobs}
+	params, _ := HostParams(h)
+	p, ok := netdev.Profiles[r.Profile]
+	if !ok || len(params) == 0 {
+		return s + "\n"
+	}
+	pre, err := sim.ParsePreempt(emuPreempt(r.Host.Preempt))
+	if err != nil {
+		return s + "\n"
+	}
+	def, err := p.ResolveKnobs(r.HZ, r.Host.CPUs, pre, r.RCU, nil, "")
+	if err != nil {
+		return s + "\n"
+	}
+	var differ []string
+	for _, w := range params {
+		name, val, _ := strings.Cut(w, "=")
+		if v, ok := def.Value(name); ok && v.String() != val {
+			differ = append(differ, fmt.Sprintf("%s=%s (line %s's default %s)", name, val, r.Profile, v))
+		}
+	}
+	if len(differ) == 0 {
+		return s + fmt.Sprintf("; every one at line %s's default\n", r.Profile)
+	}
+	return s + "; set away from the line's defaults, and emulated so: " + strings.Join(differ, ", ") + "\n"
+}
+
+// emuPreempt maps the host's preemption word onto the emulator's.
+func emuPreempt(p string) string {
+	switch p {
+	case "", "lazy":
+		if p == "lazy" {
+			return "full"
+		}
+		return "none"
+	}
+	return p
+}
