@@ -89,7 +89,7 @@ func (r *Report) knobSummary() string {
 	if err != nil {
 		return s + "\n"
 	}
-	def, err := p.ResolveKnobs(r.HZ, r.Host.CPUs, pre, r.RCU, nil, "")
+	def, err := p.ResolveKnobs(r.HZ, r.Host.CPUs, pre, r.RCU, nil, nil)
 	if err != nil {
 		return s + "\n"
 	}

@@ -19,7 +19,8 @@ type Knobs struct {
 	line  string
 	list  []*LineKnob
 	vals  map[string]knob.Value
-	given map[string]string // name -> where the value came from
+	defs  map[string]knob.Value // each knob's default on the machine
+	given map[string]string     // name -> where the value came from
 	// hz and preempt are the machine after CONFIG_HZ and preempt=.
 	hz, cpus int
 	preempt  sim.Preempt
@@ -74,16 +75,21 @@ func (p Profile) lacks(d *knob.Def) error {
 }
 
 // ResolveKnobs resolves every knob of the line for the machine, with the
-// given assignments (from = where each came from, e.g. "--param"). HZ,
+// given assignments (from[i] = where given[i] came from, e.g. "--param"). HZ,
 // CPUs and preempt are the machine's as booted (before preempt=), rcuName
 // the RCU implementation the machine runs; CONFIG_HZ and preempt= may
 // change HZ and the preemption model (Knobs.HZ, Knobs.Preempt). Errors are the
 // command line's: a knob the line lacks (with the release it came in), a
 // value the machine or build refuses.
-func (p Profile) ResolveKnobs(hz, cpus int, preempt sim.Preempt, rcuName string, given []knob.Assignment, from string) (*Knobs, error) {
-	k := &Knobs{line: p.Name, vals: map[string]knob.Value{}, given: map[string]string{}, hz: hz, cpus: cpus, preempt: preempt}
+func (p Profile) ResolveKnobs(hz, cpus int, preempt sim.Preempt, rcuName string, given []knob.Assignment, from []string) (*Knobs, error) {
+	k := &Knobs{line: p.Name, vals: map[string]knob.Value{}, defs: map[string]knob.Value{}, given: map[string]string{}, hz: hz, cpus: cpus, preempt: preempt}
 	byName := map[string]knob.Assignment{}
-	for _, a := range given {
+	fromOf := map[string]string{}
+	for i, a := range given {
+		fromOf[a.Def.Name] = "--param"
+		if i < len(from) {
+			fromOf[a.Def.Name] = from[i]
+		}
 		e, ok := p.LineKnob(a.Def.Name)
 		if !ok {
 			return nil, p.lacks(a.Def)
@@ -111,6 +117,7 @@ func (p Profile) ResolveKnobs(hz, cpus int, preempt sim.Preempt, rcuName string,
 			continue
 		}
 		v := e.Default(c)
+		k.defs[name] = v
 		if isGiven {
 			v = a.Value
 			if e.Check != nil {
@@ -118,7 +125,7 @@ func (p Profile) ResolveKnobs(hz, cpus int, preempt sim.Preempt, rcuName string,
 					return nil, err
 				}
 			}
-			k.given[name] = from
+			k.given[name] = fromOf[name]
 		}
 		k.vals[name] = v
 		// The machine follows the build and boot knobs at once, so that
@@ -190,6 +197,20 @@ func (k *Knobs) GivenList() []string {
 		if _, ok := k.given[d.Name]; ok {
 			out = append(out, d.Name+"="+k.vals[d.Name].String())
 		}
+	}
+	return out
+}
+
+// AwayFromDefault lists the given knobs whose value is not the line's
+// default, as NAME=VALUE (from WHERE; default D).
+func (k *Knobs) AwayFromDefault() []string {
+	var out []string
+	for _, d := range knob.Catalog {
+		from, ok := k.given[d.Name]
+		if !ok || k.vals[d.Name].Equal(k.defs[d.Name]) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s=%s (%s; the line's default %s)", d.Name, k.vals[d.Name], from, k.defs[d.Name]))
 	}
 	return out
 }

@@ -18,7 +18,7 @@ import (
 // that scripts may pass it to every emulated command.
 
 // emuFlags are the global settings of the emulated kernel.
-var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog", "hold", "ref-tracker", "trace", "param"}
+var emuFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "seed", "name-alloc", "costs", "state", "watchdog", "hold", "ref-tracker", "trace", "param", "machine"}
 
 // netlinkFlags are the global settings of the real-kernel backends
 // (netlink, and module for --netns and the root-namespace flag).
@@ -149,7 +149,7 @@ func (g *globalOptions) checkPredict(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("backend") && g.backend != "netlink" {
 		return refuse([]string{"backend"}, "predict always runs both backends")
 	}
-	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog"}),
+	if err := refuse(setFlags(cmd, []string{"profile", "strategy", "hz", "cpus", "preempt", "rcu", "name-alloc", "watchdog", "machine"}),
 		"predict runs throwaway emulated kernels of the 6.18 profile with the HZ, CPUs and preemption of the calibration's host"); err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		Preempt: g.preempt, RCU: g.rcu, Seed: g.seed, Watchdog: g.emuWatchdog(),
 		NameAlloc: g.nameAlloc, StatePath: g.state, WaitLock: g.waitLock,
 		RefTracker: g.refTracker, TracePath: g.trace,
-		Params: g.params,
+		Params: g.params, HostParams: g.hostParams, HostParamsFrom: g.hostParamsFrom,
+		MachineNote: g.machineNote(), MachineNotes: g.machineNotes,
 	}
 	for _, h := range g.holds {
 		x, err := emu.ParseHold(h)

@@ -40,6 +40,13 @@ type globalOptions struct {
 	watchdog  time.Duration
 	// params are --param NAME=VALUE: the emulated kernel's knobs.
 	params []string
+	// machine is --machine; hostParams the host's knobs it (or --profile
+	// auto) brought, from where; machineSettings what came from where.
+	machine         string
+	hostParams      []string
+	hostParamsFrom  string
+	machineSettings []setting
+	machineNotes    []string
 	// holds, giveUp and refTracker: --hold rules, --give-up, --ref-tracker.
 	holds      []string
 	trace      string
@@ -93,6 +100,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "stop waiting for a device's references after this long and report the run as stuck (virtual time on the emulated kernel, where the default is raised to just past the line's soft-lockup report when that comes later: 66.6s on 2.6.3x)")
 	f.StringVar(&g.trace, "trace", "", "write the emulated run as a Chrome trace-event JSON file (open it in Perfetto or chrome://tracing)")
 	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
+	f.StringVar(&g.machine, "machine", "", "host: run the emulated kernel as this host, or as the --costs table's host (line, HZ, CPUs, preemption model, RCU and kernel knobs; flags given win); --profile auto implies it")
 	f.StringArrayVar(&g.params, "param", nil, "set a knob of the emulated kernel, named as the kernel names it: NAME=VALUE with NAME a boot parameter (rcutree.jiffies_till_first_fqs), a sysctl (net.core.netdev_unregister_timeout_secs), a build option (CONFIG_HZ) or the knob's sysfs file (repeatable; ndst profiles --knobs lists them by line)")
 	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in whole seconds, compared with 2^30 ns units as the kernel does (default: the line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
@@ -128,7 +136,10 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	if err := g.checkParams(cmd); err != nil {
 		return err
 	}
-	return g.checkApplicable(cmd)
+	if err := g.checkApplicable(cmd); err != nil {
+		return err
+	}
+	return g.applyMachine(cmd)
 }
 
 // checkParams parses --param (the line's own checks come when the emulated

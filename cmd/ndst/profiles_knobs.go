@@ -64,7 +64,7 @@ func lineDefaults(m knobsMachine) (map[string]*netdev.Knobs, error) {
 		if err != nil {
 			continue
 		}
-		k, err := p.ResolveKnobs(m.HZ, m.CPUs, pre, c.Name, nil, "")
+		k, err := p.ResolveKnobs(m.HZ, m.CPUs, pre, c.Name, nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -19,11 +19,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/devtable"
-	"github.com/ndst-project/ndst/knob"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/netdev"
 	ph "github.com/ndst-project/ndst/phase"
@@ -84,8 +84,16 @@ type Config struct {
 	Printk func(at time.Duration, msg string)
 	// Params are the kernel's knobs as NAME=VALUE (--param; package
 	// knob), ParamsFrom says where they came from ("" is --param).
-	Params     []string
-	ParamsFrom string
+	// HostParams are a host's knobs (--machine host), from HostParamsFrom;
+	// Params win over them.
+	Params         []string
+	ParamsFrom     string
+	HostParams     []string
+	HostParamsFrom string
+	// MachineNote says what of the machine came from where (--machine
+	// host); MachineNotes are remarks about it. Both go to the results.
+	MachineNote  string
+	MachineNotes []string
 }
 
 // DefaultJitter is the spread of charged costs unless configured.
@@ -142,7 +150,11 @@ func resolve(c Config) (*resolved, error) {
 	if c.Preempt == "" {
 		c.Preempt = "none"
 	}
-	assigns, err := knob.ParseAssignments(c.Params)
+	from := c.ParamsFrom
+	if from == "" {
+		from = "--param"
+	}
+	assigns, froms, err := knobAssignments(c.HostParams, c.HostParamsFrom, c.Params, from)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
@@ -166,11 +178,7 @@ func resolve(c Config) (*resolved, error) {
 		return nil, ndst.Usagef("%v", err)
 	}
 	c.RCU = choice.Name
-	from := c.ParamsFrom
-	if from == "" {
-		from = "--param"
-	}
-	kn, err := p.ResolveKnobs(c.HZ, c.CPUs, booted, choice.Name, assigns, from)
+	kn, err := p.ResolveKnobs(c.HZ, c.CPUs, booted, choice.Name, assigns, froms)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
@@ -405,6 +413,13 @@ func (b *Backend) newResult(op string, batched bool) *ndst.Result {
 	}
 	if b.r.autoWhy != "" {
 		res.Notes = append(res.Notes, b.r.autoWhy)
+	}
+	if c.MachineNote != "" {
+		res.Notes = append(res.Notes, c.MachineNote)
+	}
+	res.Notes = append(res.Notes, c.MachineNotes...)
+	if away := b.r.knobs.AwayFromDefault(); len(away) > 0 {
+		res.Notes = append(res.Notes, "knobs away from the line's defaults: "+strings.Join(away, ", "))
 	}
 	if op == "del" && len(b.r.cfg.Holds) > 0 {
 		res.Notes = append(res.Notes, "--hold: "+describeHolds(b.r.cfg.Holds))

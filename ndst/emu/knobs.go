@@ -1,6 +1,9 @@
 package emu
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/ndst-project/ndst/knob"
 	"github.com/ndst-project/ndst/netdev"
 )
@@ -22,3 +25,28 @@ func machineKnobs(l []knob.Assignment, hz int, preempt string) (int, string) {
 
 // Knobs returns the line's knobs on the backend's machine.
 func (b *Backend) Knobs() *netdev.Knobs { return b.r.knobs }
+
+// knobAssignments parses a host's knobs and the command line's, the latter
+// winning over the former for the same knob; froms says where each came
+// from.
+func knobAssignments(host []string, hostFrom string, params []string, from string) ([]knob.Assignment, []string, error) {
+	h, err := knob.ParseAssignments(host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", hostFrom, err)
+	}
+	p, err := knob.ParseAssignments(params)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []knob.Assignment
+	var froms []string
+	for _, a := range h {
+		if !slices.ContainsFunc(p, func(b knob.Assignment) bool { return b.Def == a.Def }) {
+			out, froms = append(out, a), append(froms, hostFrom)
+		}
+	}
+	for _, a := range p {
+		out, froms = append(out, a), append(froms, from)
+	}
+	return out, froms, nil
+}

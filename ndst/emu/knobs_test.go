@@ -94,7 +94,7 @@ func TestKnobAtDefaultChangesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %+v: %v", line, m, err)
 			}
-			defaults, err := p.ResolveKnobs(m.hz, m.cpus, pre, choice.Name, nil, "")
+			defaults, err := p.ResolveKnobs(m.hz, m.cpus, pre, choice.Name, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
