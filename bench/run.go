@@ -117,8 +117,12 @@ func (s *Spec) notApplicable(c Cell) string {
 }
 
 func (s *Spec) emuConfig(c Cell, seed uint64) emu.Config {
+	strategy := c.Strategy
+	if strategy == DefaultStrategy {
+		strategy = "" // the line's own
+	}
 	return emu.Config{
-		Profile: c.Profile, Strategy: c.Strategy, HZ: c.HZ, CPUs: c.CPUs, Preempt: c.Preempt,
+		Profile: c.Profile, Strategy: strategy, HZ: c.HZ, CPUs: c.CPUs, Preempt: c.Preempt,
 		RCU: s.RCU, Seed: seed, Costs: s.Costs, Watchdog: s.Watchdog, Jitter: s.Jitter,
 		NameAlloc: s.NameAlloc, Ephemeral: true, Params: mergeParams(s.Params, c.Params),
 	}

@@ -43,6 +43,10 @@ var (
 	PreemptNames = []string{"none", "voluntary", "full"}
 )
 
+// DefaultStrategy in Strategies runs each line's own wait loop
+// (netdev.Profile.DefaultStrategy).
+const DefaultStrategy = "default"
+
 // MaxCellsWithoutConfirm is the largest matrix run without Spec.Confirmed.
 const MaxCellsWithoutConfirm = 10_000
 
@@ -163,7 +167,7 @@ func (s *Spec) Validate() error {
 	lists := []list{
 		{"--backend", len(s.Backends), BackendNames, s.Backends},
 		{"--profile", len(s.Profiles), netdev.ProfileNames, s.Profiles},
-		{"--strategy", len(s.Strategies), waitrefs.Names, s.Strategies},
+		{"--strategy", len(s.Strategies), append([]string{DefaultStrategy}, waitrefs.Names...), s.Strategies},
 		{"--preempt", len(s.Preempts), PreemptNames, s.Preempts},
 		{"--batch", len(s.Batches), BatchNames, s.Batches},
 		{"--hz", len(s.HZ), nil, nil},

@@ -70,12 +70,12 @@ when the delete returned and when the devices were gone beside it:
   ndst bench --profile 6.18 --hz 250 --cpus 2 --strategy backoff --netns-count 10,100,1000 \
       --netns-veth false,true --batch batched,one-by-one --runs 1`,
 		Args: exactArgs(0, "no arguments; the matrix is given by flags"),
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(g, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(g, o, cmd) },
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.backends, "backend", []string{"sim"}, "backends: sim, netlink (list)")
 	f.StringSliceVar(&o.profiles, "profile", []string{netdev.DefaultProfile}, "kernel lines (list): "+strings.Join(netdev.ProfileNames, ", "))
-	f.StringSliceVar(&o.strategies, "strategy", waitrefs.Names, "wait strategies (list)")
+	f.StringSliceVar(&o.strategies, "strategy", waitrefs.Names, "wait strategies (list); default is each line's own wait loop")
 	f.StringSliceVar(&o.hz, "hz", []string{"1000"}, "timer frequencies (list)")
 	f.StringSliceVar(&o.cpus, "cpus", []string{"1"}, "CPU counts (list)")
 	f.StringSliceVar(&o.preempts, "preempt", []string{"none"}, "preemption models: none, voluntary, full (list)")
@@ -102,7 +102,8 @@ func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
 	s := &bench.Spec{
 		Backends: o.backends, Profiles: o.profiles, Strategies: o.strategies, Preempts: o.preempts,
 		Batches: o.batches, Runs: o.runs, Seed: g.seed, RCU: g.rcu, NameAlloc: g.nameAlloc,
-		Watchdog: g.emuWatchdog(), Workers: o.jobs, Confirmed: o.yes, Params: g.params,
+		Watchdog: g.emuWatchdog(), Workers: o.jobs, Confirmed: o.yes,
+		Params: mergeParamWords(g.hostParams, g.params),
 	}
 	var err error
 	if s.HZ, err = intList("--hz", o.hz); err != nil {
@@ -212,7 +213,11 @@ func checkWritable(path string) error {
 	return safefile.CheckOutput(path)
 }
 
-func runBench(g *globalOptions, o *benchOptions) error {
+func runBench(g *globalOptions, o *benchOptions, cmd *cobra.Command) error {
+	machineNote, err := g.benchMachine(cmd, o)
+	if err != nil {
+		return err
+	}
 	s, err := o.spec(g)
 	if err != nil {
 		return err
@@ -233,6 +238,9 @@ func runBench(g *globalOptions, o *benchOptions) error {
 		return err
 	}
 	rep.ShowPhases = o.phases
+	if machineNote != "" {
+		rep.Notes = append([]string{machineNote}, rep.Notes...)
+	}
 	// An export to stdout ('-') is the command's output; otherwise the
 	// table, or the JSON report with --json.
 	toStdout := o.stdoutExport() != ""

@@ -198,3 +198,48 @@ func (g *globalOptions) machineNote() string {
 	}
 	return "machine host: " + strings.Join(parts, "; ")
 }
+
+// benchMachine makes bench's emulated cells this host's machine where
+// --machine host (or --profile auto) asked for it, or where the bench has
+// netlink cells and no emulation flag was given: real rows of this host
+// are then beside emulated rows of this host, not of the 2009 machine.
+// It returns a note for the report ("" when nothing changed).
+func (g *globalOptions) benchMachine(cmd *cobra.Command, o *benchOptions) (string, error) {
+	changed := func(n string) bool { f := cmd.Flags().Lookup(n); return f != nil && f.Changed }
+	if len(g.machineSettings) == 0 && g.machine == "" && slices.Contains(o.backends, "netlink") && slices.Contains(o.backends, "sim") &&
+		!slices.ContainsFunc([]string{"profile", "hz", "cpus", "preempt", "rcu", "costs"}, changed) {
+		g.machine = "host"
+		if err := g.applyMachine(cmd); err != nil {
+			return "", err
+		}
+	}
+	if len(g.machineSettings) == 0 {
+		return "", nil
+	}
+	for _, d := range []struct {
+		flag string
+		list *[]string
+		v    string
+	}{{"profile", &o.profiles, g.profile}, {"hz", &o.hz, fmt.Sprint(g.hz)}, {"cpus", &o.cpus, fmt.Sprint(g.cpus)}, {"preempt", &o.preempts, g.preempt}} {
+		if !changed(d.flag) {
+			*d.list = []string{d.v}
+		}
+	}
+	return g.machineNote(), nil
+}
+
+// mergeParamWords is a host's knobs with the command line's over them.
+func mergeParamWords(host, params []string) []string {
+	named := map[string]bool{}
+	for _, p := range params {
+		name, _, _ := strings.Cut(p, "=")
+		named[name] = true
+	}
+	var out []string
+	for _, p := range host {
+		if name, _, _ := strings.Cut(p, "="); !named[name] {
+			out = append(out, p)
+		}
+	}
+	return append(out, params...)
+}
