@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func (s *Spec) emuConfig(c Cell, seed uint64) emu.Config {
 	}
 	return emu.Config{
 		Profile: c.Profile, Strategy: strategy, HZ: c.HZ, CPUs: c.CPUs, Preempt: c.Preempt,
-		RCU: s.RCU, Seed: seed, Costs: s.Costs, Watchdog: s.Watchdog, Jitter: s.Jitter,
+		RCU: cmp.Or(c.RCU, s.RCU), Seed: seed, Costs: s.Costs, Watchdog: s.Watchdog, Jitter: s.Jitter,
 		NameAlloc: s.NameAlloc, Ephemeral: true, Params: mergeParams(s.Params, c.Params),
 	}
 }

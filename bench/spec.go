@@ -129,8 +129,10 @@ type Cell struct {
 	Veth       bool `json:"veth,omitempty"`
 	LoUp       bool `json:"lo_up,omitempty"`
 	// Params are knobs of this cell's emulated kernel (NAME=VALUE words,
-	// space-separated), over the Spec's Params.
+	// space-separated), over the Spec's Params; RCU, when set, is its RCU
+	// implementation instead of the Spec's.
 	Params string `json:"params,omitempty"`
+	RCU    string `json:"rcu,omitempty"`
 }
 
 // OneByOne reports whether the cell deletes its devices one by one.

@@ -27,14 +27,26 @@ func readKnobs() []costs.HostKnob {
 	return out
 }
 
-// HostParams are the host's recorded knobs that its line has, as
-// NAME=VALUE words for the emulated kernel, and the ones left out with why
-// (the line lacks them). CONFIG_HZ is the host section's HZ already.
+// HostParams are the host's recorded knobs that its line has and that are
+// not at the line's default on the host's machine, as NAME=VALUE words for
+// the emulated kernel (a knob at its default changes nothing there, and
+// must not pin that default on another build or line: jiffies_till_first_fqs
+// reads 1 at HZ=250 and defaults to 3 at HZ=1000), and the ones left out
+// because the line lacks them. CONFIG_HZ is the host section's HZ already.
 func HostParams(h *costs.Host) (params, skipped []string) {
 	if h == nil {
 		return nil, nil
 	}
 	p, ok := netdev.Profiles[h.Profile]
+	var def *netdev.Knobs
+	if ok {
+		if pre, err := sim.ParsePreempt(emuPreempt(h.Preempt)); err == nil {
+			rcu := h.RCU
+			if c, err := p.Choose(rcu, max(1, h.CPUs), pre); err == nil {
+				def, _ = p.ResolveKnobs(max(1, h.HZ), max(1, h.CPUs), pre, c.Name, nil, nil)
+			}
+		}
+	}
 	for _, k := range h.Knobs {
 		if k.Value == "" || k.Name == knob.ConfigHZ {
 			continue
@@ -45,9 +57,23 @@ func HostParams(h *costs.Host) (params, skipped []string) {
 				continue
 			}
 		}
+		if def != nil {
+			if v, has := def.Value(k.Name); has && v.String() == canonical(k.Name, k.Value) {
+				continue // at the line's default
+			}
+		}
 		params = append(params, k.Name+"="+k.Value)
 	}
 	return params, skipped
+}
+
+// canonical prints a knob value as the catalogue does.
+func canonical(name, value string) string {
+	a, err := knob.ParseAssignment(name + "=" + value)
+	if err != nil {
+		return value
+	}
+	return a.Value.String()
 }
 
 // HostKnobNote says how a table's knobs reach its emulated host ("" when
@@ -79,31 +105,12 @@ func (r *Report) knobSummary() string {
 		}
 	}
 	s := fmt.Sprintf("kernel knobs:    %d of %d read", read, len(r.Knobs))
-	h := &costs.Host{Profile: r.Profile, Knobs: r.Knobs}
+	h := &costs.Host{Profile: r.Profile, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: r.Host.Preempt, RCU: r.RCU, Knobs: r.Knobs}
 	params, _ := HostParams(h)
-	p, ok := netdev.Profiles[r.Profile]
-	if !ok || len(params) == 0 {
-		return s + "\n"
+	if len(params) == 0 {
+		return s + fmt.Sprintf("; every one the line %s models is at its default\n", r.Profile)
 	}
-	pre, err := sim.ParsePreempt(emuPreempt(r.Host.Preempt))
-	if err != nil {
-		return s + "\n"
-	}
-	def, err := p.ResolveKnobs(r.HZ, r.Host.CPUs, pre, r.RCU, nil, nil)
-	if err != nil {
-		return s + "\n"
-	}
-	var differ []string
-	for _, w := range params {
-		name, val, _ := strings.Cut(w, "=")
-		if v, ok := def.Value(name); ok && v.String() != val {
-			differ = append(differ, fmt.Sprintf("%s=%s (line %s's default %s)", name, val, r.Profile, v))
-		}
-	}
-	if len(differ) == 0 {
-		return s + fmt.Sprintf("; every one at line %s's default\n", r.Profile)
-	}
-	return s + "; set away from the line's defaults, and emulated so: " + strings.Join(differ, ", ") + "\n"
+	return s + "; away from line " + r.Profile + "'s defaults, and emulated so: " + strings.Join(params, " ") + "\n"
 }
 
 // emuPreempt maps the host's preemption word onto the emulator's.

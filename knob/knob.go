@@ -85,6 +85,9 @@ type Def struct {
 	// Range overrides the printed range of an Int (the kernel's own words
 	// where the model's domain is narrower than the type).
 	Range string
+	// CostOff, when set, is the cost of turning the knob off where it is
+	// on (Cost is then that of turning it on).
+	CostOff string
 }
 
 // RangeText is the accepted range, as error messages give it.

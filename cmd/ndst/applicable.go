@@ -134,6 +134,9 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 		return g.checkPredict(cmd)
 	case "bench":
 		return g.checkBench(cmd)
+	case "advise":
+		return refuse(setFlags(cmd, append(slices.Clone(netlinkFlags), "hold", "trace", "ref-tracker", "name-alloc")),
+			"advise runs throwaway emulated kernels of its own (and, with --verify, this host's kernel as it is)")
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func machineFromKernel() (hostMachine, error) {
 	for _, r := range hostknob.Read() {
 		knobs = append(knobs, costs.HostKnob{Name: r.Name, Value: r.Value, Source: r.Source, Missing: r.Missing})
 	}
-	m.params, _ = calibrate.HostParams(&costs.Host{Profile: line, Knobs: knobs})
+	m.params, _ = calibrate.HostParams(&costs.Host{Profile: line, HZ: m.hz, CPUs: m.cpus, Preempt: m.preempt, RCU: m.rcu, Knobs: knobs})
 	m.from["knobs"] = "the running kernel (sysfs, /proc/sys, /proc/cmdline, its config)"
 	return m, nil
 }
@@ -181,7 +181,11 @@ func (g *globalOptions) applyMachine(cmd *cobra.Command) error {
 	// The command line's --param wins over the host's value of a knob
 	// (emu.Config.HostParams).
 	g.hostParams, g.hostParamsFrom = m.params, m.from["knobs"]
-	out = append(out, setting{"knobs", fmt.Sprintf("%d read", len(m.params)), m.from["knobs"]})
+	kv := "all at the line's defaults"
+	if len(m.params) > 0 {
+		kv = strings.Join(m.params, " ")
+	}
+	out = append(out, setting{"knobs", kv, m.from["knobs"]})
 	g.machineSettings = out
 	g.machineNotes = m.notes
 	return nil

@@ -39,7 +39,7 @@ func TestMachineHostFromTable(t *testing.T) {
 			t.Errorf("--machine host --costs: output lacks %q:\n%s", want, out)
 		}
 	}
-	out, _, code = ndstRun(t, state, "--machine", "host", "--costs", table, "--cpus", "1", "--param", "rcutree.jiffies_till_first_fqs=1", "list")
+	_, _, code = ndstRun(t, state, "--machine", "host", "--costs", table, "--cpus", "1", "--param", "rcutree.jiffies_till_first_fqs=1", "list")
 	if code != 0 {
 		t.Fatalf("list = exit %d", code)
 	}
