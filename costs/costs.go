@@ -156,8 +156,12 @@ func (t *Table) Lookup(op Op) int64 {
 			return v
 		}
 	}
-	return Default().Costs[op]
+	return builtin.Costs[op]
 }
+
+// builtin is the table Lookup falls back to; never handed out, never
+// changed.
+var builtin = Default()
 
 // MaxFileSize bounds the cost tables Load reads; a table is a few hundred
 // bytes.

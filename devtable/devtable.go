@@ -78,9 +78,13 @@ type bucket[T any] struct {
 // Table holds entries keyed by a unique name and a unique ifindex. The zero
 // value is not usable; call New.
 type Table[T any] struct {
-	bk   []bucket[T]
-	mask int32 // nbuckets - 1
-	n    int
+	// bk holds the index buckets, each allocated by its first insert
+	// (nil reads as empty): a namespace's table of a few devices costs a
+	// pointer per bucket, not a bucket.
+	bk    []*bucket[T]
+	empty bucket[T]
+	mask  int32 // nbuckets - 1
+	n     int
 
 	// names is the name hash. A slot is 0 when empty, else
 	// hash32<<32 | ifindex.
@@ -97,10 +101,18 @@ func New[T any](nbuckets int) *Table[T] {
 		panic(fmt.Sprintf("devtable.New(%d): nbuckets must be a power of two in [1, 1048576]", nbuckets))
 	}
 	return &Table[T]{
-		bk:    make([]bucket[T], nbuckets),
+		bk:    make([]*bucket[T], nbuckets),
 		mask:  int32(nbuckets - 1),
 		names: make([]uint64, 8),
 	}
+}
+
+// at returns bucket i for reading (an empty one where none was made).
+func (t *Table[T]) at(i int32) *bucket[T] {
+	if b := t.bk[i]; b != nil {
+		return b
+	}
+	return &t.empty
 }
 
 // Len returns the number of entries.
@@ -212,7 +224,7 @@ func (b *bucket[T]) search(key int32) (ci, pi int) {
 
 // find returns the rec with key, or nil.
 func (t *Table[T]) find(key int32) *rec[T] {
-	b := &t.bk[key&t.mask]
+	b := t.at(key & t.mask)
 	if k := len(b.lasts); k == 0 || key > b.lasts[k-1] {
 		return nil
 	}
@@ -341,7 +353,12 @@ func (t *Table[T]) Insert(name string, ifindex int, v T) error {
 	if t.find(key) != nil {
 		return fmt.Errorf("Insert(%q, %d): %w", name, ifindex, ErrDuplicateIndex)
 	}
-	t.bk[key&t.mask].insert(rec[T]{key: key, name: name, v: v})
+	b := t.bk[key&t.mask]
+	if b == nil {
+		b = new(bucket[T])
+		t.bk[key&t.mask] = b
+	}
+	b.insert(rec[T]{key: key, name: name, v: v})
 	t.n++
 	if 4*t.n > 3*len(t.names) {
 		t.nameGrow()
@@ -358,7 +375,7 @@ func (t *Table[T]) Remove(ifindex int) (T, bool) {
 		return zero, false
 	}
 	key := int32(ifindex)
-	b := &t.bk[key&t.mask]
+	b := t.at(key & t.mask)
 	if k := len(b.lasts); k == 0 || key > b.lasts[k-1] {
 		return zero, false
 	}
@@ -457,7 +474,7 @@ func (c Cursor) Done() bool { return c.done }
 // ifindex is above c.last: the cached one when it is still right, else
 // found by a search.
 func (t *Table[T]) resume(c Cursor) (ci, pi int) {
-	b := &t.bk[c.bucket]
+	b := t.at(int32(c.bucket))
 	chunks := b.chunks
 	ci, pi = c.chunk, c.pos
 	if c.last == 0 {
@@ -506,7 +523,7 @@ func (t *Table[T]) List(c Cursor, max int, visit func(ifindex int, name string, 
 		} else {
 			last = 0
 		}
-		chunks := t.bk[b].chunks
+		chunks := t.at(int32(b)).chunks
 		for ; ci < len(chunks); ci, pi = ci+1, 0 {
 			ch := chunks[ci]
 			for ; pi < len(ch); pi++ {
@@ -533,7 +550,7 @@ func (t *Table[T]) ListNaive(pos int, max int, visit func(ifindex int, name stri
 	}
 	i, n := 0, 0
 	for b := range t.bk {
-		for _, ch := range t.bk[b].chunks {
+		for _, ch := range t.at(int32(b)).chunks {
 			for k := range ch {
 				if i < pos {
 					i++
@@ -561,9 +578,12 @@ func (t *Table[T]) Range(visit func(ifindex int, name string, v T) bool) {
 		b      int32
 		ci, pi int32
 	}
-	h := make([]head, 0, len(t.bk))
-	for b := range t.bk {
-		if chunks := t.bk[b].chunks; len(chunks) > 0 {
+	h := make([]head, 0, min(len(t.bk), t.n))
+	for b, bk := range t.bk {
+		if bk == nil {
+			continue
+		}
+		if chunks := bk.chunks; len(chunks) > 0 {
 			h = append(h, head{key: chunks[0][0].key, b: int32(b)})
 		}
 	}
@@ -628,9 +648,13 @@ func (t *Table[T]) Stats() Stats {
 	s.Entries, s.Buckets, s.NameSlots = t.n, len(t.bk), len(t.names)
 	var r rec[T]
 	var b bucket[T]
-	s.IndexBytes = int(unsafe.Sizeof(b)) * cap(t.bk)
+	s.IndexBytes = int(unsafe.Sizeof(&b)) * cap(t.bk)
 	for i := range t.bk {
-		bk := &t.bk[i]
+		bk := t.bk[i]
+		if bk == nil {
+			continue
+		}
+		s.IndexBytes += int(unsafe.Sizeof(b))
 		s.IndexBytes += 24*cap(bk.chunks) + 4*cap(bk.lasts)
 		s.Chunks += len(bk.chunks)
 		k := 0

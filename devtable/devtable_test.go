@@ -13,7 +13,7 @@ import (
 func (t *Table[T]) check() error {
 	n := 0
 	for b := range t.bk {
-		bk := &t.bk[b]
+		bk := t.at(int32(b))
 		if len(bk.lasts) != len(bk.chunks) {
 			return fmt.Errorf("bucket %d: %d lasts for %d chunks", b, len(bk.lasts), len(bk.chunks))
 		}

@@ -50,24 +50,36 @@ func ThinBacklog(pts []BacklogPoint, max int) []BacklogPoint {
 }
 
 // BacklogSlope is the least-squares slope of the waiting count over time
-// (namespaces per second) among the points at or after fromNS, and how
-// many points it used.
-func BacklogSlope(pts []BacklogPoint, fromNS int64) (float64, int) {
-	var n, sx, sy, sxx, sxy float64
-	for _, p := range pts {
-		if p.AtNS < fromNS {
+// (namespaces per second) in the window [fromNS, toNS): the fit of a line
+// to the series as the step function it is (each count holds until the
+// next point), and how many points fell in the window.
+func BacklogSlope(pts []BacklogPoint, fromNS, toNS int64) (float64, int) {
+	t0, t1 := float64(fromNS)/1e9, float64(toNS)/1e9
+	if t1 <= t0 {
+		return 0, 0
+	}
+	var iy, ity float64 // the integrals of y and t*y over the window
+	n := 0
+	for i, p := range pts {
+		a := float64(p.AtNS) / 1e9
+		b := t1
+		if i+1 < len(pts) {
+			b = min(b, float64(pts[i+1].AtNS)/1e9)
+		}
+		a = max(a, t0)
+		if b <= a {
 			continue
 		}
-		x, y := float64(p.AtNS)/1e9, float64(p.Waiting)
 		n++
-		sx += x
-		sy += y
-		sxx += x * x
-		sxy += x * y
+		y := float64(p.Waiting)
+		iy += y * (b - a)
+		ity += y * (b*b - a*a) / 2
 	}
-	d := n*sxx - sx*sx
-	if n < 2 || d == 0 {
-		return 0, int(n)
+	w := t1 - t0
+	it, itt := (t1*t1-t0*t0)/2, (t1*t1*t1-t0*t0*t0)/3
+	d := w*itt - it*it
+	if n == 0 || d <= 0 {
+		return 0, n
 	}
-	return (n*sxy - sx*sy) / d, int(n)
+	return (w*ity - it*iy) / d, n
 }

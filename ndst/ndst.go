@@ -202,8 +202,10 @@ type Result struct {
 	Phases []Phase `json:"phases,omitempty"`
 	// Netns holds the three times of a namespace delete (see netns.go).
 	Netns *NetnsTimes `json:"netns,omitempty"`
-	// Unshare is what an unshare measured (unshare.go).
-	Unshare *UnshareTimes `json:"unshare,omitempty"`
+	// Unshare is what an unshare measured (unshare.go), Churn what a pod
+	// churn did (podchurn.go).
+	Unshare *UnshareTimes  `json:"unshare,omitempty"`
+	Churn   *PodChurnTimes `json:"pod_churn,omitempty"`
 	// RCU names the RCU implementation an emulated run used.
 	RCU *string `json:"rcu,omitempty"`
 	// Notes are human-readable remarks (fallbacks taken, watchdog reports).

@@ -190,6 +190,15 @@ func AddrCostsOf(t *costs.Table) AddrCosts {
 	return c
 }
 
+// addrCosts returns the registry's address costs, worked out once.
+func (r *Registry) addrCosts() *AddrCosts {
+	if r.addrCost == nil {
+		c := AddrCostsOf(r.costs)
+		r.addrCost = &c
+	}
+	return r.addrCost
+}
+
 // linkState is a device's configuration and how many of its references
 // its routes hold.
 type linkState struct {
@@ -259,7 +268,7 @@ func (r *Registry) SetUp(t *sim.Task, d *Device, c LinkConfig, sys sim.Time) err
 		r.setLink(d, c)
 		return nil
 	}
-	ac := AddrCostsOf(r.costs)
+	ac := r.addrCosts()
 	prev := t.Phase()
 	defer t.SetPhase(prev)
 	req := func(cost sim.Time) {
@@ -310,7 +319,7 @@ func (linkNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
 		return
 	}
 	r.stats.UpUnregistered++
-	ac := AddrCostsOf(r.costs)
+	ac := r.addrCosts()
 	t.Charge(ac.Down + sim.Time(c.V4)*ac.Del4 + sim.Time(c.V6)*ac.Del6 + sim.Time(c.anycasts6())*ac.Anycat)
 	release := func() { r.put(nil, d, HolderRoute) }
 	// fib6_info_release and fib_release_info of the device's own routes:

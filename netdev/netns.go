@@ -161,6 +161,8 @@ type Namespaces struct {
 	batchNS []sim.Time
 
 	stats NetnsStats
+	// OnFree, if set, sees every namespace as the cleanup frees it.
+	OnFree func(*Netns)
 	// MaxNetNamespaces is user.max_net_namespaces (ucount.go); restored
 	// counts the namespaces loaded from a state file, which count too.
 	MaxNetNamespaces int
@@ -677,6 +679,9 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 		n.State, n.DoneAt = NetnsFreed, t.Now()
 		delete(ns.byName, n.Name)
 		ns.stats.Freed++
+		if ns.OnFree != nil {
+			ns.OnFree(n)
+		}
 	}
 	t.SetPhase(phase.Other)
 	ns.done.WakeAll()

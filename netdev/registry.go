@@ -145,8 +145,9 @@ type Registry struct {
 	// links are the devices that are up, with their addresses, or of a
 	// kind other than dummy (addr.go); lowers the VLANs and macvlans and
 	// their lower devices (vlan.go).
-	links  map[*Device]*linkState
-	lowers map[*Device]*lowerState
+	links    map[*Device]*linkState
+	lowers   map[*Device]*lowerState
+	addrCost *AddrCosts
 	// OnFree, if set, sees every device as it is freed.
 	OnFree func(*Device)
 

@@ -118,6 +118,13 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 		return refuse(setFlags(cmd, without(append(slices.Clone(emuFlags), netlinkFlags...), "costs", "state")),
 			"costs only prints the cost table (the built-in one, or --costs FILE)")
 	case "churn":
+		if on, _ := cmd.Flags().GetBool("netns"); on { // churn --netns: pods, on either backend
+			if g.backend != "sim" {
+				return refuse(setFlags(cmd, emuFlags), "--backend "+g.backend+" runs this host's kernel as it is, not the emulated kernel")
+			}
+			return refuse(setFlags(cmd, without(netlinkFlags, "netns")),
+				"--backend sim (the default) runs the emulated kernel, not the real kernel")
+		}
 		return refuse(setFlags(cmd, without(append(slices.Clone(emuFlags), netlinkFlags...), "state")),
 			"churn drives its own in-memory registry from real threads, neither the emulated kernel nor the netlink backend")
 	case "calibrate":

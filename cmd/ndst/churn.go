@@ -52,6 +52,7 @@ func newChurnCmd(g *globalOptions) *cobra.Command {
 		c         churn.Config
 		seconds   float64
 		maxMemory string
+		pods      podChurnFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "churn",
@@ -75,8 +76,19 @@ The same experiment as a socket-table benchmark ("opensock -t 16 -n 10000000
 -l 10"), for devices:
   ndst churn -t 16 -n 100000 -l 10
   ndst churn -t 16 -n 100000 -l 10 --locking split`,
-		Args: exactArgs(0, "no arguments; use -t, -n and -l"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if on, _ := cmd.Flags().GetBool("netns"); on && len(args) > 0 {
+				return ndst.Usagef("churn's --netns is a switch (churn pods, with --rate and --for), not a namespace name: %q is left over", args[0])
+			}
+			return exactArgs(0, "no arguments; use -t, -n and -l (or --netns --rate R --for T)")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkChurnMode(cmd, &pods); err != nil {
+				return err
+			}
+			if pods.on {
+				return g.podChurn(&pods)
+			}
 			if g.backend != "sim" {
 				return ndst.Usagef("churn runs on the emulated registry only (--backend sim), not %q", g.backend)
 			}
@@ -146,6 +158,7 @@ The same experiment as a socket-table benchmark ("opensock -t 16 -n 10000000
 	f.DurationVar(&c.Work, "work", 2*time.Microsecond, "CPU work per create and per destroy beside the registry (device setup, notifiers)")
 	f.IntVar(&c.Listers, "listers", 0, "threads listing the devices in pages of 28 throughout")
 	f.StringVar(&maxMemory, "max-memory", "auto", "refuse a run estimated to need more memory than this, and stop one that grows past it: a size (512MiB, 4GiB, 4G), 0 for no bound, or auto (80% of the memory available)")
+	addPodChurnFlags(cmd, &pods)
 	return cmd
 }
 

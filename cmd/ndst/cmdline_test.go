@@ -64,7 +64,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"--kind", "ifb", "costs"}, 2, "--kind would be ignored"},
 		{[]string{"--backend", "netlink", "costs"}, 2, "--backend would be ignored"},
 		{[]string{"--profile", "6.18", "churn", "-l", "1"}, 2, "--profile would be ignored: churn drives its own"},
-		{[]string{"--netns", "x", "churn", "-l", "1"}, 2, "--netns would be ignored"},
+		{[]string{"--netns", "x", "churn", "-l", "1"}, 2, "churn's --netns is a switch"},
 		// The global namespace and the emulator's flags in the commands with
 		// throwaway namespaces of their own.
 		{[]string{"--netns", "x", "bench"}, 2, "--netns would be ignored: bench runs netlink cells in a throwaway namespace of its own; name it with --bench-netns"},

@@ -173,6 +173,12 @@ func (b *Backend) Unshare(ctx context.Context, req ndst.UnshareRequest) (*ndst.R
 // backlogOf is the waiting and live counts of the namespaces in list over
 // time (a point at every change), thinned, and the peak of the waiting.
 func backlogOf(list []*netdev.Netns, start sim.Time) ([]ndst.BacklogPoint, int, int64) {
+	pts, peak, at := backlogPoints(list, start)
+	return ndst.ThinBacklog(pts, ndst.MaxBacklogPoints), peak, at
+}
+
+// backlogPoints is backlogOf without the thinning.
+func backlogPoints(list []*netdev.Netns, start sim.Time) ([]ndst.BacklogPoint, int, int64) {
 	type ev struct {
 		at            sim.Time
 		waiting, live int
@@ -202,7 +208,7 @@ func backlogOf(list []*netdev.Netns, start sim.Time) ([]ndst.BacklogPoint, int, 
 		}
 		pts = append(pts, ndst.BacklogPoint{AtNS: int64(e.at - start), Waiting: waiting, Live: live})
 	}
-	return ndst.ThinBacklog(pts, ndst.MaxBacklogPoints), peak, int64(peakAt - start)
+	return pts, peak, int64(peakAt - start)
 }
 
 // explainUnshare is the one or two sentences under an unshare: how the
