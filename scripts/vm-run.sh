@@ -28,6 +28,10 @@
 #   --guest-bin FILE    run this static program instead of ndst (no --backend flag added)
 #   --shell             run each command as a busybox shell command line (sh -c), with
 #                       ndst on the PATH, e.g. -- 'echo 1000 > /proc/sys/net/ndst/add'
+#   --trace-tools       also put a static teardowntrace (scripts/teardowntrace) and
+#                       guest-trace (scripts/guest-trace.sh) on the guest's PATH, for
+#                       tracing in the guest (scripts/vm-trace.sh); tracefs is mounted at
+#                       /sys/kernel/tracing in every guest
 #   --module            build the ndst kernel module (kmod/) against the kernel's own
 #                       headers (Debian's linux-headers and linux-kbuild packages, fetched
 #                       like the kernel into the cache, never installed), pack it and load
@@ -110,6 +114,7 @@ mem=512
 guest_bin=""
 append=""
 shell=0
+trace_tools=0
 module=0
 headers=""
 dmesg=0
@@ -141,6 +146,7 @@ while (($#)); do
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	--shell) shell=1 && shift ;;
+	--trace-tools) trace_tools=1 && shift ;;
 	--module) module=1 && shift ;;
 	--dmesg) dmesg=1 && shift ;;
 	--console) console=1 && shift ;;
@@ -877,6 +883,14 @@ else
 		cat "$work/build.log" >&2
 		die $EXIT_GUEST "cannot build the guest's static ndst (go build ./cmd/ndst failed)"
 	fi
+	if ((trace_tools)); then
+		if ! run_child "$work/build-trace.log" "$repo" env CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$root/bin/teardowntrace" ./scripts/teardowntrace; then
+			cat "$work/build-trace.log" >&2
+			die $EXIT_GUEST "cannot build the guest's static teardowntrace"
+		fi
+		cp "$repo/scripts/guest-trace.sh" "$root/bin/guest-trace"
+		chmod 755 "$root/bin/guest-trace"
+	fi
 	prog=/bin/ndst
 	prog_args=(--backend netlink)
 	if ((shell)); then
@@ -902,6 +916,7 @@ exec 0</dev/console 1>/dev/console 2>&1
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 ln -s /run /var/run

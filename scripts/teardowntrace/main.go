@@ -3,6 +3,7 @@
 //
 //	go run ./scripts/teardowntrace [flags] TRACE
 //	go run ./scripts/teardowntrace run [-marker PATH] [-stack-interval D] [-timeout D] -- CMD ARGS...
+//	go run ./scripts/teardowntrace links -add N | -del N | -del-group G
 //
 // TRACE is `perf script` output or the text of a tracefs trace file, as
 // scripts/trace-one-by-one.sh records them (sched, timer, irq, rcu and
@@ -37,6 +38,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "run" {
 		os.Exit(runMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "links" {
+		os.Exit(linksMain(os.Args[2:]))
 	}
 	os.Exit(analyzeMain(os.Args[1:]))
 }

@@ -36,6 +36,7 @@ func (a *Analysis) Report(w io.Writer, ro ReportOptions) {
 	} else {
 		fmt.Fprintf(w, "; no timer events: jiffies values not placed\n")
 	}
+	reportTicks(w, a.Trace.Events, g)
 	fmt.Fprintf(w, "J+n = n-th tick boundary after the delete's sendmsg entry; t = time since that entry; @x = ms after the tick\n")
 	fmt.Fprintf(w, "workload: %s/%d (%s); deletes on %s\n", a.Work.Comm, a.Work.TID, a.Work.Source, a.FDNote)
 	if a.GPPID > 0 {
