@@ -226,10 +226,35 @@ func (tb *Table2009) WriteText(w io.Writer) error {
 	return err
 }
 
-// WriteWhy prints, cell by cell, what each run says about its own time:
-// the why: lines of its del (or why it has no result).
+// Provenance2009 says where the published figures come from and what the
+// verdict rests on, exactly as far as the sources go.
+var Provenance2009 = []string{
+	"Where the figures come from: one message, Octavian Purdila's reply of 25 Oct 2009 in the netdev thread",
+	"\"net: allow netdev_wait_allrefs() to run faster\" (Message-Id <200910251719.13748.opurdila@ixiacom.com>, as",
+	"archived by lists.openwall.net), the mail this project started from. It quotes his earlier message with the",
+	"machine (1000 down dummies, no addresses, UP non-preempt ppc750 at 800 MHz) and the three figures (Ben's patch",
+	"3.42 s, schedule_timeout_uninterruptible(1) 3.00 s, synchronize_rcu_expedited() \"a noop ... turning",
+	"netdev_wait_allrefs() into a while(1) loop\", his reading, not a timing), and says the 3 s numbers came from \"the",
+	"2.6.31 kernel\" with patches of theirs. The rest of the thread (Ben's patch, Eric's proposal, Paul's answer) was",
+	"not found. HZ=1000 rests on his one-word \"Yes\" to Eric's \"I presume HZ value is 1000\"; the .config he",
+	"attached was not available. msleep250's ~250 s is not from the thread: ef885afb's message says the 250 ms",
+	"probe allowed about 4 devices per second.",
+	"What the verdict rests on: tick's 3.00 s is the one figure fitted (the unregister cost is chosen so that tick",
+	"on 2.6.31 tree takes it), so it cannot discriminate; msleep250 and ben come out the same on 2.6.31 tree and",
+	"2.6.32 tree; the expedited row needs synchronize_rcu_expedited(), which first shipped in 2.6.32 (03b042bf1dc1),",
+	"so \"fits 2.6.32 tree only\" means: Tree RCU's rules, on a tree that had the expedited primitive (a 2.6.32-rc,",
+	"or the patched 2.6.31 he names with it backported; which one is not recorded). Ben's 3.42 s is fitted by nothing.",
+	"",
+}
+
+// WriteWhy prints the provenance of the published figures, then, cell by
+// cell, what each run says about its own time: the why: lines of its del
+// (or why it has no result).
 func (tb *Table2009) WriteWhy(w io.Writer) error {
 	var b strings.Builder
+	for _, l := range Provenance2009 {
+		b.WriteString(l + "\n")
+	}
 	for _, s := range tb.Strategies {
 		for i, c := range tb.Cells[s] {
 			fmt.Fprintf(&b, "%s on %s: %s\n", s, tb.Configs[i].Name, fmtSeconds(c))

@@ -8,10 +8,13 @@ import (
 
 // Expedited calls synchronize_rcu_expedited() in the loop instead of
 // sleeping. Where that is a real expedited grace period it forces context
-// switches and the callbacks run; on one CPU without preemptible RCU it is a
-// no-op, the loop never sleeps, no quiescent state ever happens, and the
-// callbacks holding the references never run: a livelock that the
-// soft-lockup watchdog reports.
+// switches and the callbacks run. On one CPU without preemptible RCU it is a
+// no-op and the loop never sleeps, so RCU sees no quiescent state of the
+// loop's own: on 2.6.32 each grace period still ends at the once-a-second
+// rebroadcast, whose route-cache flush reaches cond_resched() after FQS has
+// set need_resched (2 s a device, 2004 s for 1000: slow, not a livelock); on
+// 2.6.33, whose flush runs once per batch, nothing in the loop reschedules,
+// and the soft-lockup detector reports the livelock (65.5 s).
 type Expedited struct{ noPrepare }
 
 // Name implements netdev.Waiter.
