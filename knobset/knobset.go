@@ -15,9 +15,10 @@
 //   - Only the files ndst knows as knobs can be written (Allowed): a record
 //     cannot make ndst write anywhere else, and a record not owned by root
 //     (or by this user) or writable by others is refused, never applied.
-//   - A restore writes the value from before only while the knob still
-//     holds what ndst wrote: a knob someone changed since is left as it is,
-//     and the restore says so.
+//   - A session puts its knobs back whatever they read (the kernel adjusts
+//     some as it uses them). A killed ndst's record, applied later, puts a
+//     knob back only while it still holds what ndst wrote: one changed since
+//     is left as it is, and the restore says so.
 //   - A knob that cannot be written (read-only at runtime, not root, a
 //     read-only /sys as in containers) is refused with the reason before
 //     anything is recorded or written (a *NotWritableError).

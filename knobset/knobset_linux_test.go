@@ -187,8 +187,9 @@ func TestSetRefusals(t *testing.T) {
 	}
 }
 
-// A knob changed by someone else after ndst set it is left as it is.
-func TestUndoLeavesForeignValue(t *testing.T) {
+// A session puts a knob back even when it reads another value than the one
+// written (the kernel adjusts some as it uses them), and says so.
+func TestUndoRestoresAdjustedValue(t *testing.T) {
 	fakeKernel(t, map[string]string{exp: "0"})
 	var notes []string
 	s, err := Begin(Options{Notef: func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }})
@@ -203,8 +204,24 @@ func TestUndoLeavesForeignValue(t *testing.T) {
 	if err := s.Undo(); err != nil {
 		t.Fatal(err)
 	}
-	if knob(t, exp) != "2" || !strings.Contains(strings.Join(notes, "\n"), "left /sys/kernel/rcu_expedited at 2") {
-		t.Errorf("knob %s, notes %q; want it left at 2, and said", knob(t, exp), notes)
+	if knob(t, exp) != "0" || !strings.Contains(strings.Join(notes, "\n"), "restored rcupdate.rcu_expedited (/sys/kernel/rcu_expedited) 2 -> 0 (it read 2, not the 1 ndst wrote)") {
+		t.Errorf("knob %s, notes %q; want it put back to 0, and said", knob(t, exp), notes)
+	}
+}
+
+// A killed ndst's record leaves a knob changed since as it is, and says so.
+func TestPendingLeavesForeignValue(t *testing.T) {
+	fakeKernel(t, map[string]string{exp: "0"})
+	cmd := startHelper(t, sysRoot, exp+"=1")
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	setKnob(t, exp, "2")
+	var notes []string
+	if err := ApplyPending(func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }); err != nil {
+		t.Fatal(err)
+	}
+	if knob(t, exp) != "2" || Pending() || !strings.Contains(strings.Join(notes, "\n"), "left /sys/kernel/rcu_expedited at 2") {
+		t.Errorf("knob %s, record %v, notes %q; want it left at 2, the record applied, and said", knob(t, exp), Pending(), notes)
 	}
 }
 

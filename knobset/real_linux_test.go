@@ -104,3 +104,45 @@ func TestReadOnlySysRefused(t *testing.T) {
 		t.Errorf("rcu_normal reads %s after the test, was %s", got, before)
 	}
 }
+
+// On this kernel, rcu_cpu_stall_timeout written above its cap reads back as
+// written and is capped at 300 when the next grace period checks it: the
+// session puts it back all the same.
+func TestRealKnobAdjustedByKernelRestored(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("changing a kernel knob needs root; running as uid %d", os.Geteuid())
+	}
+	if err := checkKnob(stallTimeout); err != nil {
+		t.Skipf("no writable knob to test with: %v", err)
+	}
+	knobsettest.HoldRealKernelLock(t, 20*time.Minute)
+	oldDir := Dir
+	Dir = filepath.Join(t.TempDir(), "ndst")
+	t.Cleanup(func() { Dir = oldDir })
+	before := knob(t, stallTimeout)
+	t.Cleanup(func() {
+		if v, _ := readKnob(stallTimeout); v != before {
+			_ = writeKnob(stallTimeout, before)
+		}
+	})
+	var notes []string
+	s, err := Begin(Options{Notef: func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Set("rcupdate.rcu_cpu_stall_timeout", stallTimeout, "400"); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); knob(t, stallTimeout) != "300" && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	adjusted := knob(t, stallTimeout)
+	if err := s.Undo(); err != nil {
+		t.Fatal(err)
+	}
+	if got := knob(t, stallTimeout); got != before {
+		t.Errorf("after Undo %s reads %s, want %s (it read %s before the undo)", stallTimeout, got, before, adjusted)
+	}
+	t.Logf("the kernel had adjusted 400 to %s; notes %q", adjusted, notes)
+}

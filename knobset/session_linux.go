@@ -129,7 +129,7 @@ func (s *Session) undo() error {
 	var errs []error
 	var kept []Change
 	for _, c := range slices.Backward(s.rec.Changes) {
-		if err := restore(c, s.o.Notef); err != nil {
+		if err := restore(c, s.o.Notef, true); err != nil {
 			errs = append(errs, err)
 			kept = append(kept, c)
 		}
@@ -174,8 +174,14 @@ func (s *Session) save() error {
 	return safefile.Replace(recordPath(), 0o600, s.rec.encode(), nil)
 }
 
-// restore puts one knob back to c.Before while it holds what ndst wrote.
-func restore(c Change, notef func(string, ...any)) error {
+// restore puts one knob back to c.Before. A live session (its own changes,
+// seconds old) puts it back whatever it reads: the kernel adjusts some knobs
+// as it uses them (rcu_cpu_stall_timeout is capped at 300 when the next
+// grace period checks it), so a value ndst did not write is no sign that
+// someone else took the knob over. A record of a killed ndst (live false),
+// maybe hours old, puts back only a knob that still holds what ndst wrote,
+// and leaves one changed since as it is, saying so.
+func restore(c Change, notef func(string, ...any), live bool) error {
 	if notef == nil {
 		notef = func(string, ...any) {}
 	}
@@ -186,7 +192,7 @@ func restore(c Change, notef func(string, ...any)) error {
 	switch {
 	case now == c.Before:
 		return nil
-	case !c.ours(now):
+	case !c.ours(now) && !live:
 		notef("left %s at %s: it was changed to that after ndst set %s (ndst's value before was %s)", c.Path, now, c.Wrote, c.Before)
 		return nil
 	}
@@ -200,7 +206,11 @@ func restore(c Change, notef func(string, ...any)) error {
 	if back != c.Before {
 		return fmt.Errorf("restore %s: wrote %s, it reads %s", c.Path, c.Before, back)
 	}
-	notef("restored %s", Describe(c, now, back))
+	how := ""
+	if !c.ours(now) {
+		how = fmt.Sprintf(" (it read %s, not the %s ndst wrote)", now, c.Wrote)
+	}
+	notef("restored %s%s", Describe(c, now, back), how)
 	return nil
 }
 
@@ -274,7 +284,7 @@ func applyLocked(notef func(format string, args ...any)) error {
 	var errs []error
 	var kept []Change
 	for _, c := range slices.Backward(r.Changes) {
-		if err := restore(c, notef); err != nil {
+		if err := restore(c, notef, false); err != nil {
 			errs = append(errs, err)
 			kept = append([]Change{c}, kept...)
 		}
