@@ -279,6 +279,9 @@ func (r *NetnsAddRequest) Normalize() error {
 	if err := r.Addrs.Normalize(); err != nil {
 		return err
 	}
+	if IsChildKind(r.Kind) {
+		return Usagef("--kind %s: a namespace's links are of kind dummy or ifb (a %s needs a parent: add it with --netns NAME add --parent)", r.Kind, r.Kind)
+	}
 	if !r.Addrs.IsZero() && r.Links == 0 {
 		return Usagef("--addr4, --addr6 and --up apply to each namespace's links: give --links K")
 	}

@@ -131,6 +131,15 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 		}
 		kind, explicit = req.Kind, true
 	}
+	if err := req.Addrs.Normalize(); err != nil {
+		return nil, err
+	}
+	if ndst.IsChildKind(req.Kind) || req.Parent != "" {
+		return b.addChildren(ctx, req)
+	}
+	if err := b.checkAddrs(req.Addrs); err != nil {
+		return nil, err
+	}
 	if kind == "veth" && req.Count%2 != 0 {
 		return nil, ndst.Usagef("veth devices come in pairs: add %d with kind veth needs an even count (N devices = N/2 pairs)", req.Count)
 	}
@@ -315,6 +324,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	}
 	if res.Count > 0 {
 		res.Counters["per_device_ns"] = int64(inKernel) / int64(res.Count)
+	}
+	if firstErr == nil && !req.Addrs.IsZero() {
+		firstErr = b.setUpAdded(ctx, res, group, req.Addrs)
 	}
 	if firstErr == nil && b.vanished() {
 		firstErr = b.errVanished("add")

@@ -198,10 +198,10 @@ func ValidateNetns(name string) error { return ndst.ValidateNetnsName(name) }
 // ValidateKind checks a link kind; "" means the default, dummy.
 func ValidateKind(kind string) error {
 	switch kind {
-	case "", "dummy", "ifb", "veth":
+	case "", "dummy", "ifb", "veth", ndst.KindVLAN, ndst.KindMacvlan:
 		return nil
 	}
-	return ndst.Usagef("unknown link kind %q; want one of dummy, ifb, veth", kind)
+	return ndst.Usagef("unknown link kind %q; want one of dummy, ifb, veth, vlan, macvlan (the last two with --parent)", kind)
 }
 
 // normalize validates o and fills its defaults.

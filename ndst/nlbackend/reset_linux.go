@@ -211,6 +211,11 @@ func (b *Backend) deleteOwned(ctx context.Context, rep *ResetReport) error {
 		appendDelLink(&m, seq, 0, g)
 		timeout := requestTimeout + time.Duration(n)*perDevice
 		err := b.bounded(timeout+time.Second, "delete group", func() error { return b.c.request(&m, seq, timeout) })
+		if errors.Is(err, unix.ENODEV) {
+			// The group's devices went with a group deleted before: VLANs
+			// and macvlans with their lower device.
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("delete interface group %d (%d devices): %w", g, n, err)
 		}
