@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -182,6 +183,7 @@ func Run(ctx context.Context, s *Spec, progress Progress) (*Report, error) {
 		progress(d, total)
 	}
 	start := time.Now()
+	defer relaxGC(s)()
 
 	type job struct{ cell, run int }
 	jobs := make(chan job)
@@ -278,6 +280,22 @@ func (s *Spec) checkMemory() error {
 		"but only %s is available; use fewer --jobs (one at a time needs about %s), smaller --count, or --yes to run anyway",
 		emu.HumanBytes(need), w, w, peak, emu.HumanBytes(avail), emu.HumanBytes(one))
 }
+
+// relaxGC lets the heap grow to gcPercent% between collections while the
+// emulated runs are small beside the memory available: they allocate
+// short-lived events by the million (a timer, a tick, a step of a spinning
+// task), and with the default the collector is most of a run's CPU time.
+// It returns the function that restores the setting.
+func relaxGC(s *Spec) func() {
+	need, avail, ok := memoryEstimate(s.peakDevices(s.workers()))
+	if !ok || need*gcPercent/100 > avail/8 {
+		return func() {}
+	}
+	old := debug.SetGCPercent(gcPercent)
+	return func() { debug.SetGCPercent(old) }
+}
+
+const gcPercent = 400
 
 // memoryEstimate is emu.MemoryEstimate; tests replace it.
 var memoryEstimate = emu.MemoryEstimate
