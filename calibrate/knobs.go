@@ -124,3 +124,33 @@ func emuPreempt(p string) string {
 	}
 	return p
 }
+
+// KnobDrift compares the knobs a table recorded with the running kernel's
+// now: each knob whose value changed since the calibration, as "NAME was
+// X, now Y" (nothing when the table recorded no knobs). A prediction from
+// the table models the kernel as it was calibrated.
+func KnobDrift(h *costs.Host) []string {
+	if h == nil || !h.KnobsRead {
+		return nil
+	}
+	then := map[string]string{}
+	for _, k := range h.Knobs {
+		then[k.Name] = k.Value
+	}
+	var out []string
+	for _, r := range hostknob.Read() {
+		was, ok := then[r.Name]
+		if !ok || was == r.Value {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s was %s, now %s", r.Name, orDashKnob(was), orDashKnob(r.Value)))
+	}
+	return out
+}
+
+func orDashKnob(v string) string {
+	if v == "" {
+		return "(not read)"
+	}
+	return v
+}

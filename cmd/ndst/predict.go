@@ -267,6 +267,12 @@ namespaces deleted all at once, without veth).`,
 				if err := s.Check(); err != nil {
 					return err
 				}
+				if drift := calibrate.KnobDrift(s.Costs.Host); len(drift) > 0 {
+					g.note("the kernel's knobs changed since %s was calibrated (%s): its emulated host runs with the knobs it recorded; calibrate again to predict the kernel as it is now", g.costs, strings.Join(drift, "; "))
+				}
+				if note := calibrate.HostKnobNote(s.Costs); note != "" {
+					g.note("%s", note)
+				}
 			} else {
 				s.Costs = &costs.Table{Host: &costs.Host{HZ: 1, CPUs: 1, Profile: netdev.DefaultProfile}} // placeholder to check the rest
 				if err := s.Check(); err != nil {
