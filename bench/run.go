@@ -190,6 +190,9 @@ func Run(ctx context.Context, s *Spec, progress Progress) (*Report, error) {
 	workers := s.workers()
 	var wg sync.WaitGroup
 	for range workers {
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Go(func() {
 			for j := range jobs {
 				samples[j.cell][j.run] = s.runSim(ctx, cells[j.cell], s.Seed+uint64(j.run))
@@ -234,12 +237,20 @@ feed:
 	return rep, nil
 }
 
-// workers is the number of emulated runs at once.
+// workers is the number of emulated runs at once: --jobs (default one per
+// core), never more than MaxJobs nor than the matrix's emulated runs.
 func (s *Spec) workers() int {
-	if s.Workers > 0 {
-		return s.Workers
+	w := s.Workers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
 	}
-	return runtime.GOMAXPROCS(0)
+	runs := 0
+	for _, c := range s.Cells() {
+		if c.Backend == "sim" {
+			runs += s.Runs
+		}
+	}
+	return max(1, min(w, MaxJobs, runs))
 }
 
 // peakDevices is the most devices the emulated runs can hold at once, w at a

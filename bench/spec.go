@@ -53,6 +53,10 @@ const MaxCellsWithoutConfirm = 10_000
 // MaxRuns bounds Spec.Runs.
 const MaxRuns = 10_000
 
+// MaxJobs bounds --jobs (emulated runs at once); the runs at once are also
+// never more than the matrix's emulated runs.
+const MaxJobs = 1024
+
 // Spec describes a bench matrix. The list fields are the dimensions; the
 // matrix is their cross product (the emulation dimensions collapse for the
 // netlink backend, which runs the host's kernel as it is).
@@ -224,8 +228,8 @@ func (s *Spec) Validate() error {
 	if s.Runs < 1 || s.Runs > MaxRuns {
 		return ndst.Usagef("--runs: %d is out of range; want 1..%d", s.Runs, MaxRuns)
 	}
-	if s.Workers < 0 {
-		return ndst.Usagef("--jobs must not be negative")
+	if s.Workers < 0 || s.Workers > MaxJobs {
+		return ndst.Usagef("--jobs: %d is out of range; want 0 (one per core) to %d: each emulated run keeps one core busy, so more at once are not faster, they only take memory", s.Workers, MaxJobs)
 	}
 	if n := s.NumCells(); n > MaxCellsWithoutConfirm && !s.Confirmed {
 		return ndst.Usagef("the matrix has %d cells (× %d runs); more than %d needs --yes", n, s.Runs, MaxCellsWithoutConfirm)

@@ -136,11 +136,14 @@ func (c Config) Validate() error {
 
 // Result is what a run measured.
 type Result struct {
-	Config   Config
-	Elapsed  time.Duration
-	Ops      int64 // creates + destroys
-	Creates  int64
-	Destroys int64
+	Config  Config
+	Elapsed time.Duration
+	// Interrupted is set when the context ended the run before its
+	// duration (Run then returns an error too).
+	Interrupted bool
+	Ops         int64 // creates + destroys
+	Creates     int64
+	Destroys    int64
 	// PerThread is each thread's operations.
 	PerThread []int64
 	// OpsPerSec is Ops / Elapsed.
@@ -347,6 +350,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		perNS[t%c.Namespaces]++
 	}
 
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.Duration)
 	defer cancel()
 	var stop atomic.Bool
@@ -440,6 +444,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	stopWatch()
 	close(errs)
 	runErr := memErr()
+	if err := parent.Err(); err != nil {
+		// A signal, not the duration, ended it: the figures are of a
+		// shorter run than asked, and the command fails saying so.
+		res.Interrupted = true
+		runErr = errors.Join(runErr, fmt.Errorf("churn interrupted after %v of %v: %w", res.Elapsed.Round(time.Millisecond), c.Duration, err))
+	}
 	for err := range errs {
 		runErr = errors.Join(runErr, err)
 	}

@@ -107,7 +107,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestCancel checks that a run ends when its context does.
+// TestCancel checks that a run ends when its context does, and fails saying
+// it was interrupted (it once exited 0 as if it had run its duration).
 func TestCancel(t *testing.T) {
 	c := base(t)
 	c.Duration = time.Hour
@@ -117,8 +118,8 @@ func TestCancel(t *testing.T) {
 	go func() { _, err := Run(ctx, c); done <- err }()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run(cancelled) = %v, want nil", err)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "churn interrupted after") {
+			t.Fatalf("Run(cancelled) = %v, want the interruption", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not end within 10s of its context's end")
@@ -272,5 +273,22 @@ func TestMemoryBoundStopsARun(t *testing.T) {
 	}
 	if r.Ops == 0 || errors.Is(err, ErrInconsistent) {
 		t.Errorf("the stopped run: %d ops, %v; want a consistent, emptied registry", r.Ops, err)
+	}
+}
+
+// TestInterruptedRunFails: a run the context ends before its duration
+// returns its figures marked interrupted, with an error saying how far it
+// got; the namespaces are still checked and emptied.
+func TestInterruptedRunFails(t *testing.T) {
+	c := Config{Threads: 2, Count: 100, Duration: time.Minute, Locking: LockRTNL, Namespaces: 1, Alloc: AllocBitmap, Template: tmpl(t, "churn%d")}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	r, err := Run(ctx, c)
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted after") || r == nil || !r.Interrupted {
+		t.Fatalf("Run cancelled after 100 ms = %+v, %v; want its figures marked interrupted and an error", r, err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Run took %v to stop after the cancel", took)
 	}
 }

@@ -3,6 +3,7 @@ package sysmem
 import (
 	"bufio"
 	"bytes"
+	"path"
 	"strconv"
 	"strings"
 
@@ -18,25 +19,19 @@ var (
 	cgroupRoot  = "/sys/fs/cgroup"
 )
 
-func available() (uint64, bool) {
-	var avail uint64
-	var ok bool
-	if v, found := procField(meminfoFile, "MemAvailable:"); found {
-		avail, ok = minOK(avail, ok, v)
-	}
-	if v, found := cgroupHeadroom(); found {
-		avail, ok = minOK(avail, ok, v)
-	}
+func read() Limits {
+	var l Limits
+	l.MemAvailable, l.MemAvailableOK = procField(meminfoFile, "MemAvailable:")
+	l.Cgroup, l.CgroupLimit, l.CgroupPath, l.CgroupOK = cgroupHeadroom()
 	var rl unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_AS, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
 		used, _ := procField(statusFile, "VmSize:")
-		free := uint64(0)
 		if rl.Cur > used {
-			free = rl.Cur - used
+			l.AS = rl.Cur - used
 		}
-		avail, ok = minOK(avail, ok, free)
+		l.ASOK = true
 	}
-	return avail, ok
+	return l
 }
 
 // procField returns the value of a "Name:   123 kB" line, in bytes.
@@ -62,37 +57,81 @@ func procField(path, name string) (uint64, bool) {
 	return 0, false
 }
 
-// cgroupHeadroom is memory.max less memory.current of this process's cgroup
-// (v2), when it has a limit.
-func cgroupHeadroom() (uint64, bool) {
+// unlimitedV1 is the smallest value cgroup v1 prints for "no limit"
+// (PAGE_COUNTER_MAX pages, rounded: 9223372036854771712 on 4 KiB pages).
+const unlimitedV1 = 1 << 62
+
+// cgroupHeadroom is the smallest limit-less-usage of this process's memory
+// cgroup and its ancestors, v2 (the "0::PATH" line of /proc/self/cgroup,
+// memory.max and memory.current) or v1 (the line whose controllers include
+// memory, memory.limit_in_bytes and memory.usage_in_bytes under the memory
+// hierarchy), with the cgroup that sets it. A limit is hierarchical: a
+// child may not use more than any ancestor allows.
+func cgroupHeadroom() (head, limit uint64, where string, ok bool) {
 	b, err := safefile.ReadKernelFile(cgroupFile)
 	if err != nil {
-		return 0, false
+		return 0, 0, "", false
 	}
-	var dir string
+	var best, bestLimit uint64
 	for _, line := range strings.Split(string(b), "\n") {
-		if p, found := strings.CutPrefix(line, "0::"); found {
-			dir = p
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[2], "/") || strings.Contains(f[2], "..") {
+			continue
+		}
+		var base, limitFile, usageFile string
+		switch {
+		case f[0] == "0" && f[1] == "":
+			base, limitFile, usageFile = cgroupRoot, "memory.max", "memory.current"
+			if _, err := safefile.ReadKernelFile(cgroupRoot + "/cgroup.controllers"); err != nil {
+				base = cgroupRoot + "/unified" // the hybrid layout
+			}
+		case hasController(f[1], "memory"):
+			base, limitFile, usageFile = cgroupRoot+"/memory", "memory.limit_in_bytes", "memory.usage_in_bytes"
+		default:
+			continue
+		}
+		for dir := path.Clean(f[2]); ; dir = path.Dir(dir) {
+			if v, lim, ok2 := headroom(base+dir, limitFile, usageFile); ok2 {
+				if !ok || v < best {
+					best, bestLimit, where = v, lim, base+dir
+				}
+				ok = true
+			}
+			if dir == "/" {
+				break
+			}
 		}
 	}
-	if dir == "" || strings.Contains(dir, "..") {
-		return 0, false
+	return best, bestLimit, where, ok
+}
+
+func hasController(list, name string) bool {
+	for _, c := range strings.Split(list, ",") {
+		if c == name {
+			return true
+		}
 	}
-	read := func(name string) (uint64, bool) {
-		b, err := safefile.ReadKernelFile(cgroupRoot + dir + "/" + name)
+	return false
+}
+
+// headroom is one cgroup's limit less its usage; false when it has no
+// limit (v2 "max", v1 unlimitedV1 or more) or none can be read.
+func headroom(dir, limitFile, usageFile string) (head, limit uint64, ok bool) {
+	readNum := func(name string) (uint64, bool) {
+		b, err := safefile.ReadKernelFile(dir + "/" + name)
 		if err != nil {
 			return 0, false
 		}
 		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 		return v, err == nil
 	}
-	limit, ok := read("memory.max") // "max" when unlimited: not a number
-	if !ok {
-		return 0, false
+	limit, ok = readNum(limitFile) // "max" when unlimited: not a number
+	if !ok || limit >= unlimitedV1 {
+		return 0, 0, false
 	}
-	cur, _ := read("memory.current")
+	cur, _ := readNum(usageFile)
 	if cur >= limit {
-		return 0, true
+		return 0, limit, true
 	}
-	return limit - cur, true
+	return limit - cur, limit, true
 }

@@ -45,7 +45,8 @@ const waitFor = `waitfor() {
 // TestInterruptedMeasurementsLeaveNothing: SIGINT or SIGTERM to calibrate
 // and predict --netns (which calibrates first without --costs) while their
 // namespaces exist: each stops within a few seconds, exits 1 saying it was
-// interrupted, and leaves no namespace and no record, without a reset.
+// interrupted, and leaves no namespace and no record, without a reset;
+// netns add and add, stopped the same way, leave what one reset removes.
 // (SIGINT during calibrate's namespace phase once left 139 namespaces, and
 // predict 15.)
 func TestInterruptedMeasurementsLeaveNothing(t *testing.T) {
@@ -62,9 +63,25 @@ func TestInterruptedMeasurementsLeaveNothing(t *testing.T) {
 		fmt.Fprintf(&script, `echo "== %[1]s SIG%[2]s"
 "$NDST" %[1]s >"$T/out" 2>&1 & pid=$!
 waitfor 5 600
-t0=$(date +%%s%%N); kill -%[2]s $pid; code=0; wait $pid || code=$?; t1=$(date +%%s%%N)
+t0=$(date +%%s%%N); kill -%[2]s $pid || echo 'it had finished'; code=0; wait $pid || code=$?; t1=$(date +%%s%%N)
 echo "exit $code after $(( (t1 - t0) / 1000000 )) ms"
 tail -n 2 "$T/out"
+left
+`, c.cmd, c.sig)
+	}
+	// The netlink commands that make many objects stop as fast, leaving
+	// whole namespaces and devices, which one reset removes.
+	for _, c := range []struct{ cmd, sig string }{
+		{"--backend netlink netns add 3000 --veth --lo-up", "TERM"},
+		{"--backend netlink --kind ifb add 20000 --one-by-one", "TERM"},
+	} {
+		fmt.Fprintf(&script, `echo "== %[1]s SIG%[2]s"
+"$NDST" %[1]s >"$T/out" 2>&1 & pid=$!
+sleep 1
+t0=$(date +%%s%%N); kill -%[2]s $pid || echo 'it had finished'; code=0; wait $pid || code=$?; t1=$(date +%%s%%N)
+echo "exit $code after $(( (t1 - t0) / 1000000 )) ms"
+tail -n 2 "$T/out"
+"$NDST" --backend netlink reset >"$T/reset" 2>&1 || { echo "reset exit $?"; cat "$T/reset"; }
 left
 `, c.cmd, c.sig)
 	}

@@ -112,6 +112,17 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.DurationVar(&g.waitLock, "wait-lock", 5*time.Second, "how long to wait for another ndst holding the same state or namespace")
 }
 
+// Bounds on the global durations.
+const (
+	// maxWatchdog is the kernel's largest soft-lockup threshold.
+	maxWatchdog = 120 * time.Second
+	// maxWait bounds --give-up and --wait-lock: a day, in virtual time on
+	// the emulated kernel (where an event budget, emu.DefaultMaxEvents,
+	// also stops a run that a livelock with --watchdog 0 would keep
+	// going) and in wall time on the real one.
+	maxWait = 24 * time.Hour
+)
+
 // validate checks the global flags before any subcommand runs.
 func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.kindExplicit = cmd.Flags().Changed("kind")
@@ -127,11 +138,17 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	if g.watchdog < 0 || (g.watchdog > 0 && (g.watchdog < time.Second || g.watchdog%time.Second != 0)) {
 		return ndst.Usagef("--watchdog must be 0 (off) or whole seconds from 1s (the kernel's threshold is), got %v", g.watchdog)
 	}
+	if g.watchdog > maxWatchdog {
+		return ndst.Usagef("--watchdog: at most %v, got %v: the kernel's soft-lockup threshold is twice watchdog_thresh, which takes 0..60 (kernel/watchdog.c; 2.6.3x: softlockup_thresh itself, 0..60)", maxWatchdog, g.watchdog)
+	}
+	if g.giveUp > maxWait {
+		return ndst.Usagef("--give-up: at most %v, got %v: the wait for a device's references is bounded so that no run can take days (the kernel warns every 10 s and never gives up; a reference held a day is a leak either way)", maxWait, g.giveUp)
+	}
 	if g.netns == "" {
 		return ndst.Usagef("--netns must not be empty (the default is ndst)")
 	}
-	if g.waitLock < 0 {
-		return ndst.Usagef("--wait-lock must not be negative")
+	if g.waitLock < 0 || g.waitLock > maxWait {
+		return ndst.Usagef("--wait-lock: at most %v and not negative, got %v", maxWait, g.waitLock)
 	}
 	if err := g.checkParams(cmd); err != nil {
 		return err

@@ -1,13 +1,9 @@
 package emu
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
 
-	"github.com/ndst-project/ndst/safefile"
+	"github.com/ndst-project/ndst/sysmem"
 )
 
 // bytesPerDevice is a conservative estimate of the peak memory one device
@@ -17,24 +13,10 @@ import (
 // working lists while it runs.
 const bytesPerDevice = 512
 
-// memAvailable reports the memory the kernel says is available
-// (MemAvailable in /proc/meminfo); ok is false when it cannot be read.
-var memAvailable = func() (uint64, bool) {
-	f, err := safefile.Open("/proc/meminfo", safefile.FollowLinks)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, safefile.MaxKernelFile))
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
-			kb, err := strconv.ParseUint(fields[1], 10, 64)
-			return kb * 1024, err == nil
-		}
-	}
-	return 0, false
-}
+// memAvailable reports the memory this process may still use: the least of
+// MemAvailable, its memory cgroup's headroom and RLIMIT_AS (package
+// sysmem); ok is false when none can be read.
+var memAvailable = sysmem.Available
 
 // MemoryEstimate returns the peak memory that emulated kernels holding
 // devices devices in all need (for several kernels at once, devices is their
@@ -47,15 +29,16 @@ func MemoryEstimate(devices int) (need, avail uint64, ok bool) {
 // HumanBytes prints a memory size in GiB, MiB or KiB.
 func HumanBytes(b uint64) string { return human(b) }
 
-// checkMemory refuses a command whose devices cannot fit in memory.
-func checkMemory(devices int) error {
-	need := uint64(devices) * bytesPerDevice
+// checkMemory refuses a command whose kernel, units devices' worth (see
+// stateUnits), cannot fit in memory.
+func checkMemory(units int) error {
+	need := uint64(units) * bytesPerDevice
 	avail, ok := memAvailable()
 	if !ok || need < avail*8/10 {
 		return nil
 	}
-	return fmt.Errorf("%d devices need about %s of memory, but only %s is available; use a smaller count",
-		devices, human(need), human(avail))
+	return fmt.Errorf("the emulated kernel would hold %d devices' worth (namespaces count %d each) and need about %s of memory, but only %s is available; use a smaller count",
+		units, netnsDeviceEquivalent+1, human(need), human(avail))
 }
 
 func human(b uint64) string {

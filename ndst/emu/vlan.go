@@ -60,7 +60,7 @@ func (b *Backend) addChildren(ctx context.Context, req ndst.AddRequest) (*ndst.R
 	} else if free := mtmpl.MaxNumber() + 1 - b.countMatching(mtmpl); req.Count > free {
 		return nil, ndst.Usagef("template %s has room for %d more names, asked for %d", mtmpl, free, req.Count)
 	}
-	if err := checkMemory(b.stateDevices() + req.Count); err != nil {
+	if err := checkMemory(b.stateUnits() + req.Count); err != nil {
 		return nil, err
 	}
 	res := b.newResult("add", false)

@@ -175,8 +175,8 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 			return nil, fmt.Errorf("add: cannot bound its memory: %w (--no-memory-check skips the bound)", err)
 		}
 		if mem.usable() == 0 {
-			return nil, fmt.Errorf("add: only %s of memory is available, below the %s kept for the system; nothing was created (--no-memory-check overrides)",
-				humanBytes(float64(mem.avail)), humanBytes(float64(mem.reserve())))
+			return nil, fmt.Errorf("add: only %s of memory is available (%s), below the %s kept for the system; nothing was created (--no-memory-check overrides)",
+				humanBytes(float64(mem.avail)), mem.availWhat(), humanBytes(float64(mem.reserve())))
 		}
 	}
 	// The group is unique to this add: a batched delete of exactly these
@@ -348,9 +348,9 @@ func (b *Backend) refuseMemory(res *ndst.Result, start time.Time, count int, kin
 	made := madeUnits * perUnit
 	total := e.perUnit * float64(count/perUnit)
 	res.WallNS = int64(time.Since(start))
-	why := fmt.Sprintf("add %d %s devices would need about %s of kernel memory (%s per device, measured on the first %d created); %s is available (MemAvailable %s less %s kept for the system)",
+	why := fmt.Sprintf("add %d %s devices would need about %s of kernel memory (%s per device, measured on the first %d created); %s is available (%s %s less %s kept for the system)",
 		count, kind, humanBytes(total), humanBytes(e.perUnit/float64(perUnit)), e.units*perUnit,
-		humanBytes(float64(e.now.usable())), humanBytes(float64(e.now.avail)), humanBytes(float64(e.now.reserve())))
+		humanBytes(float64(e.now.usable())), e.now.availWhat(), humanBytes(float64(e.now.avail)), humanBytes(float64(e.now.reserve())))
 	var m msg
 	seq := b.c.nextSeq()
 	appendDelLink(&m, seq, 0, group)

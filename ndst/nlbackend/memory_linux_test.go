@@ -2,6 +2,8 @@ package nlbackend
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -136,5 +138,86 @@ func TestMemoryMeasured(t *testing.T) {
 	t.Logf("kernel memory per ifb device, measured on %d: %d bytes (known: %v)", window, per, ok)
 	if ok && (per <= 0 || per > 64<<20) {
 		t.Errorf("kernel_bytes_per_device = %d, want a positive figure below 64 MiB", per)
+	}
+}
+
+// TestNetnsMemoryBound: the bound of netns add, with the kernel's memory
+// figures replaced: a million namespaces refused before anything is made;
+// a window that measures more than the floor, whose rest would not fit,
+// undone; the override; the kernel's own namespace limit.
+func TestNetnsMemoryBound(t *testing.T) {
+	const gib = 1 << 30
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	tmpl := netnsTemplate(t)
+	ctx := context.Background()
+	m0 := meminfo{total: 24 * gib, avail: 20 * gib, kernel: gib}
+
+	// The kernel's limit on namespaces (user.max_net_namespaces) is
+	// checked first: a million is refused by it on most hosts.
+	limit := filepath.Join(t.TempDir(), "max_net_namespaces")
+	os.WriteFile(limit, []byte("2000000\n"), 0o644)
+	old := maxNetNamespacesFile
+	maxNetNamespacesFile = limit
+	t.Cleanup(func() { maxNetNamespacesFile = old })
+
+	// A million at the floor (180 KiB + 4 links): 326 GiB.
+	calls := fakeMeminfo(t, m0)
+	r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1000000, Template: tmpl, Links: 4})
+	if err == nil || r != nil || !strings.Contains(err.Error(), "would need at least 324.2 GiB") || !strings.Contains(err.Error(), "nothing was created") {
+		t.Fatalf("NetnsAdd(1000000) with 20 GiB = %+v, %v; want a refusal before anything", r, err)
+	}
+	t.Logf("%v (meminfo read %d times)", err, *calls)
+	if ents, _ := os.ReadDir(netnsDir); len(ents) != 1 { // ndst's own namespace
+		t.Errorf("%d entries under %s after the refusal, want only ndst's namespace", len(ents), netnsDir)
+	}
+
+	// 64 MiB per namespace measured on the window: 1000 need 62.5 GiB.
+	m1 := m0
+	m1.kernel += netnsMemWindow * 64 << 20
+	fakeMeminfo(t, m0, m1)
+	r, err = b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1000, Template: tmpl})
+	if err == nil || r == nil || r.Count != 0 || !strings.Contains(err.Error(), "64.0 MiB per namespace, measured on the first 16") ||
+		!strings.Contains(err.Error(), "the 16 namespaces made to measure were deleted again") {
+		t.Fatalf("NetnsAdd(1000) at 64 MiB each = %+v, %v; want a refusal after the window, undone", r, err)
+	}
+	if list, _ := b.NetnsList(ctx, ndst.NetnsListRequest{}); len(list) != 0 {
+		t.Errorf("after the refusal: %d namespaces listed, want none", len(list))
+	}
+
+	// The override goes ahead (a small count, for real).
+	b.o.NoMemoryCheck = true
+	calls = fakeMeminfo(t, m0, m1)
+	if r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 20, Template: tmpl}); err != nil || r.Count != 20 || *calls != 0 {
+		t.Errorf("NetnsAdd(20) with NoMemoryCheck = %+v, %v (meminfo read %d times); want 20, unread", r, err, *calls)
+	}
+	b.o.NoMemoryCheck = false
+	if _, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 100, Template: tmpl}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The kernel's limit on namespaces.
+	os.WriteFile(limit, []byte("100\n"), 0o644)
+	if _, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 101, Template: tmpl}); !ndst.IsUsage(err) || !strings.Contains(err.Error(), "user.max_net_namespaces") {
+		t.Errorf("NetnsAdd(101) with a limit of 100 = %v; want a usage error naming user.max_net_namespaces", err)
+	}
+}
+
+// TestMemoryBoundUnderACgroup: a memory cgroup whose headroom is less than
+// MemAvailable is what the bound uses, named in its messages, with the
+// reserve taken from the cgroup's limit.
+func TestMemoryBoundUnderACgroup(t *testing.T) {
+	old := cgroupLimits
+	t.Cleanup(func() { cgroupLimits = old })
+	cgroupLimits = func() (uint64, uint64, string, bool) { return 600 << 20, 1 << 30, "/sys/fs/cgroup/memory/box", true }
+	m, err := readMeminfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.avail != 600<<20 || m.total != 1<<30 || m.reserve() != 128<<20 || !strings.Contains(m.availWhat(), "/sys/fs/cgroup/memory/box") {
+		t.Errorf("under a 1 GiB cgroup with 600 MiB free: %+v, reserve %d, %q", m, m.reserve(), m.availWhat())
+	}
+	cgroupLimits = func() (uint64, uint64, string, bool) { return 64 << 20, 100 << 20, "/box", true }
+	if m, _ := readMeminfo(); m.reserve() != 100<<20/8 || m.usable() != 64<<20-100<<20/8 {
+		t.Errorf("a 100 MiB cgroup: reserve %d usable %d, want an eighth of it kept", m.reserve(), m.usable())
 	}
 }

@@ -110,16 +110,12 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 		loUp: req.LoUp, links: req.Links, linkTmpl: linkTmpl, kind: kind, veth: req.Veth, inner: req.VethInner,
 		group: freeGroup(links), hostNs: int(b.ns),
 	}
-	start := time.Now()
-	// The first namespace alone, then the rest in parallel: a kernel that
-	// refuses the link kind is found by one namespace, not by several.
-	made, lat, err := b.createNamespaces(ctx, p, names[:1], hostNames[:min(1, len(hostNames))])
-	if err == nil && len(names) > 1 {
-		var more []string
-		var l2 []int64
-		more, l2, err = b.createNamespaces(ctx, p, names[1:], hostNames[min(1, len(hostNames)):])
-		made, lat = append(made, more...), append(lat, l2...)
+	guard, err := b.netnsMemGuard(req)
+	if err != nil {
+		return nil, err
 	}
+	start := time.Now()
+	made, lat, err := b.createAll(ctx, p, names, hostNames, guard)
 	res.WallNS = int64(time.Since(start))
 	if errors.Is(err, errNoDummyKind) && !explicit && kind == "dummy" {
 		// The kernel has no dummy: the namespaces made so far (none, since
@@ -141,13 +137,24 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 		}
 		var more []string
 		var l2 []int64
-		more, l2, err = b.createNamespaces(ctx, p, restNames, restHosts)
+		more, l2, err = b.createAll(ctx, p, restNames, restHosts, guard)
 		made, lat = append(made, more...), append(lat, l2...)
 		res.WallNS = int64(time.Since(start))
 	}
+	if guard.perNS > 0 {
+		res.Counters = map[string]int64{"kernel_bytes_per_namespace": int64(guard.perNS)}
+	}
+	var refused *netnsMemError
+	if errors.As(err, &refused) {
+		return b.refuseNetnsMemory(res, made, refused)
+	}
 	res.Count = len(made)
 	res.Latency = ndst.Summarize(lat)
-	res.Counters = map[string]int64{"namespaces_created": int64(len(made)), "links_per_namespace": int64(req.Links)}
+	if res.Counters == nil {
+		res.Counters = map[string]int64{}
+	}
+	res.Counters["namespaces_created"] = int64(len(made))
+	res.Counters["links_per_namespace"] = int64(req.Links)
 	if req.Veth {
 		res.Counters["veth_pairs"] = int64(len(made))
 	}
@@ -228,11 +235,39 @@ func ensureNetnsDir() error {
 	return nil
 }
 
+// createAll makes the named namespaces: the first alone (a kernel that
+// refuses the link kind is found by one namespace, not by several), then
+// the rest of the memory guard's window, then, once the guard has measured
+// the window and found that the rest fits, the rest, in parallel, stopping
+// when memory runs low.
+func (b *Backend) createAll(ctx context.Context, p nsPlan, names, hostNames []string, g *nsMemGuard) ([]string, []int64, error) {
+	var made []string
+	var lat []int64
+	step := func(lo, hi int, stop func() error) error {
+		hosts := hostNames[min(lo, len(hostNames)):min(hi, len(hostNames))]
+		m, l, err := b.createNamespaces(ctx, p, names[lo:hi], hosts, stop)
+		made, lat = append(made, m...), append(lat, l...)
+		return err
+	}
+	w := min(len(names), netnsMemWindow)
+	if err := step(0, min(1, w), nil); err != nil {
+		return made, lat, err
+	}
+	if err := step(1, w, nil); err != nil || w == len(names) {
+		return made, lat, err
+	}
+	if err := g.measure(len(made), len(names)-w); err != nil {
+		return made, lat, err
+	}
+	return made, lat, step(w, len(names), g.stop)
+}
+
 // createNamespaces makes the named namespaces on up to netnsWorkers
 // threads and returns those made (in order of names) with each one's time.
-// It stops at the first failure or when ctx is done; the namespaces being
-// made then are finished first.
-func (b *Backend) createNamespaces(ctx context.Context, p nsPlan, names, hostNames []string) ([]string, []int64, error) {
+// It stops at the first failure, when ctx is done, or when stop (if set,
+// consulted before every netnsStopEvery namespaces) fails; the namespaces
+// being made then are finished first.
+func (b *Backend) createNamespaces(ctx context.Context, p nsPlan, names, hostNames []string, stop func() error) ([]string, []int64, error) {
 	type job struct{ i int }
 	type done struct {
 		i   int
@@ -284,6 +319,12 @@ feed:
 	for i := range names {
 		if failed.Load() {
 			break
+		}
+		if stop != nil && i > 0 && i%netnsStopEvery == 0 {
+			if err := stop(); err != nil {
+				firstErr = err
+				break feed
+			}
 		}
 		select {
 		case <-ctx.Done():
