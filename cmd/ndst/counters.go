@@ -83,6 +83,8 @@ var counterGroups = []struct {
 		{"batches", "requests that created or deleted several devices at once"},
 		{"per_device_ns", "the kernel's time per device of an add (from the sender's timings)"},
 		{"kernel_bytes_per_device", "kernel memory one device took, measured from /proc/meminfo over the add's first part (the memory bound)"},
+		{"kernel_bytes_per_namespace", "kernel memory one namespace took, measured the same way over netns add's first 16 (never below the bound's floor)"},
+		{"links_per_namespace", "links netns add created in each namespace besides lo (--links)"},
 		{"group_delete_ns", "the wall time of the group deletes (RTM_DELLINK of an interface group)"},
 		{"group_delete_cpu_ns", "the sending thread's CPU time in them"},
 		{"moved", "devices moved to a group of their own to delete a range at once"},

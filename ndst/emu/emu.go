@@ -103,8 +103,9 @@ type Config struct {
 // DefaultMaxEvents is the default Config.MaxEvents: about 3 to 8 minutes of
 // CPU at the 0.7 to 1.5 µs per event this project's 2-core machine runs
 // (41 million events of a stuck delete under full preemption with the
-// expedited strategy took 62 s at a load average of 5). The largest
-// command of the README and the tests executes under 20 million.
+// expedited strategy took 62 s at a load average of 5). Every test of
+// ndst/emu, bench, calibrate, netdev and cmd/ndst ran with a budget of 30
+// million.
 const DefaultMaxEvents = 300_000_000
 
 // BudgetError stops a run that executed Config.MaxEvents events: a wait
