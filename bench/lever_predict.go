@@ -91,7 +91,7 @@ func PredictLever(ctx context.Context, s *PredictSpec, with *Recorded, lever []s
 			MeasuredBeforeNS: b.MeasuredNS, MeasuredAfterNS: a.MeasuredNS,
 			PredictedBeforeNS: b.PredictedNS, PredictedAfterNS: a.PredictedNS,
 			Error: a.Error, BeforeError: b.Error,
-			PredictedEffect: effect(b.PredictedNS, a.PredictedNS), MeasuredEffect: effect(b.MeasuredNS, a.MeasuredNS)}
+			PredictedEffect: Effect(b.PredictedNS, a.PredictedNS), MeasuredEffect: Effect(b.MeasuredNS, a.MeasuredNS)}
 		row.SignRight = row.PredictedEffect == row.MeasuredEffect
 		if row.SignRight {
 			lp.Signs++

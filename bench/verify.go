@@ -26,15 +26,16 @@ import (
 // is set, and it is put back as soon as the teardown is over.
 
 // Workload is what a verification times on the real kernel: N devices
-// deleted as one batch or one by one, or N namespaces with lo up (each with
-// a veth pair whose outer end is in ndst's namespace, with Veth) deleted all
-// at once or one at a time.
+// deleted as one batch or one by one, or N namespaces (each with a veth pair
+// whose outer end is in ndst's namespace, with Veth; lo up, with LoUp)
+// deleted all at once or one at a time.
 type Workload struct {
 	Devices  int  `json:"devices,omitempty"`
 	OneByOne bool `json:"one_by_one,omitempty"`
 	// Namespaces replaces Devices: a namespace workload.
 	Namespaces int  `json:"namespaces,omitempty"`
 	Veth       bool `json:"veth,omitempty"`
+	LoUp       bool `json:"lo_up,omitempty"`
 	OneAtATime bool `json:"one_at_a_time,omitempty"`
 }
 
@@ -44,6 +45,9 @@ func (w Workload) String() string {
 		s := fmt.Sprintf("%d namespaces", w.Namespaces)
 		if w.Veth {
 			s += " with a veth pair each"
+		}
+		if w.LoUp {
+			s += " (lo up)"
 		}
 		if w.OneAtATime {
 			return s + ", deleted one at a time"
@@ -143,8 +147,9 @@ type Verification struct {
 	Rows     []VerifyRow `json:"rows"`
 }
 
-// effect classifies a change from before to after.
-func effect(before, after int64) string {
+// Effect classifies a change from before to after: "faster", "slower", or
+// "none" within EffectThreshold ("" without a time before).
+func Effect(before, after int64) string {
 	if before <= 0 {
 		return ""
 	}
@@ -191,7 +196,7 @@ func Verify(ctx context.Context, s *VerifySpec) (v *Verification, err error) {
 	defer r.close()
 	v.LoadAvg = append(v.LoadAvg, calibrate.LoadAvg())
 	for _, l := range s.Levers {
-		row := VerifyRow{Lever: l, PredictedEffect: effect(l.PredictedBeforeNS, l.PredictedAfterNS)}
+		row := VerifyRow{Lever: l, PredictedEffect: Effect(l.PredictedBeforeNS, l.PredictedAfterNS)}
 		if err := s.Check(l.Path); err != nil {
 			if !errors.Is(err, knobset.ErrNotWritable) {
 				return v, err
@@ -239,7 +244,7 @@ func Verify(ctx context.Context, s *VerifySpec) (v *Verification, err error) {
 			row.MeasuredAfterNS = Summarize(row.MeasuredAfterRuns).Median
 			row.Error = relative(l.PredictedAfterNS, row.MeasuredAfterNS)
 			row.BeforeError = relative(l.PredictedBeforeNS, row.MeasuredBeforeNS)
-			row.MeasuredEffect = effect(row.MeasuredBeforeNS, row.MeasuredAfterNS)
+			row.MeasuredEffect = Effect(row.MeasuredBeforeNS, row.MeasuredAfterNS)
 			row.SignRight = row.MeasuredEffect == row.PredictedEffect
 		} else {
 			row.MeasuredBeforeRuns = nil
@@ -313,7 +318,7 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 		}
 		return d.WallNS, nil
 	}
-	a, err := r.nb.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: w.Namespaces, Template: r.tmpl, Veth: w.Veth, LoUp: true})
+	a, err := r.nb.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: w.Namespaces, Template: r.tmpl, Veth: w.Veth, LoUp: w.LoUp})
 	if err != nil {
 		return 0, fmt.Errorf("real netns add %d: %w", w.Namespaces, err)
 	}

@@ -21,8 +21,8 @@ func TestEffect(t *testing.T) {
 		before, after int64
 		want          string
 	}{{100, 94, "faster"}, {100, 95, "none"}, {100, 105, "none"}, {100, 106, "slower"}, {0, 5, ""}} {
-		if got := effect(tc.before, tc.after); got != tc.want {
-			t.Errorf("effect(%d, %d) = %q, want %q", tc.before, tc.after, got, tc.want)
+		if got := Effect(tc.before, tc.after); got != tc.want {
+			t.Errorf("Effect(%d, %d) = %q, want %q", tc.before, tc.after, got, tc.want)
 		}
 	}
 }
@@ -58,7 +58,7 @@ func TestVerifyOnHost(t *testing.T) {
 	defer sess.Close()
 	ns := fmt.Sprintf("ndst-vtest-%d", os.Getpid())
 	t.Cleanup(func() { _ = nlbackend.Reset(context.Background(), nlbackend.Options{Netns: ns}) })
-	for _, w := range []Workload{{Devices: 4, OneByOne: true}, {Namespaces: 2, Veth: true}} {
+	for _, w := range []Workload{{Devices: 4, OneByOne: true}, {Namespaces: 2, Veth: true, LoUp: true}} {
 		notes = nil
 		v, err := Verify(context.Background(), &VerifySpec{Workload: w, Runs: 2, Knobs: sess, Check: knobset.Check,
 			Netlink: nlbackend.Options{Netns: ns, Kind: "ifb"},

@@ -18,6 +18,7 @@ type adviseOptions struct {
 	veth, loUp bool
 	runs, jobs int
 	verify     bool
+	verifier   *hostVerifier
 }
 
 func newAdviseCmd(g *globalOptions) *cobra.Command {
@@ -55,6 +56,7 @@ Examples:
 	f.IntVar(&o.runs, "runs", 1, "runs of each emulation (seeds --seed, --seed+1, ...)")
 	f.IntVar(&o.jobs, "jobs", 0, "emulations run at once (0: one per core)")
 	f.BoolVar(&o.verify, "verify", false, "measure each runtime lever on this host's real kernel, before and after setting it, restoring it after (root)")
+	o.verifier = addVerifier(g, cmd)
 	return cmd
 }
 
@@ -131,5 +133,8 @@ func runAdvise(g *globalOptions, o *adviseOptions, cmd *cobra.Command) error {
 	if g.json {
 		return a.WriteJSON(g.stdout)
 	}
-	return a.WriteText(g.stdout)
+	if err := a.WriteText(g.stdout); err != nil {
+		return err
+	}
+	return o.verifier.writeVerification(a)
 }
