@@ -155,6 +155,9 @@ type NetnsTimes struct {
 	Cleanup []Phase `json:"cleanup_phases,omitempty"`
 	// Recreate is how the creations asked for with Recreate went.
 	Recreate *NetnsRecreate `json:"recreate,omitempty"`
+	// CNIDelete is, with CNI, each pod's veth delete: the request from
+	// inside its namespace, until its answer.
+	CNIDelete *Latency `json:"cni_delete,omitempty"`
 }
 
 // Styles of NetnsTimes.

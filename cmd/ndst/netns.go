@@ -283,6 +283,10 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 			fmt.Fprintf(&b, "per namespace, delete to cleanup done: min %s, median %s, p99 %s, max %s\n",
 				fmtDur(l.MinNS), fmtDur(l.MedianNS), fmtDur(l.P99NS), fmtDur(l.MaxNS))
 		}
+		if l := n.CNIDelete; l != nil {
+			fmt.Fprintf(&b, "per pod, its veth's delete from inside (CNI DEL): min %s, median %s, p99 %s, max %s\n",
+				fmtDur(l.MinNS), fmtDur(l.MedianNS), fmtDur(l.P99NS), fmtDur(l.MaxNS))
+		}
 		if n.Batches != nil {
 			fmt.Fprintf(&b, "cleanup: %s of cleanup_net (namespaces each: %s)\n", plural(*n.Batches, "run"), batchSizes(n.BatchSizes))
 		}

@@ -15,7 +15,7 @@ import (
 // batch of both ends; the request returns only after rtnl_unlock's
 // netdev_run_todo has waited for and freed them. It reports whether n had
 // a veth to delete.
-func cniDelVeth(t *sim.Task, ns *netdev.Namespaces, n *netdev.Netns, sys sim.Time) bool {
+func cniDelVeth(t *sim.Task, ns *netdev.Namespaces, n *netdev.Netns, sys sim.Time, lat *[]int64) bool {
 	var inner *netdev.Device
 	n.Reg.Range(func(d *netdev.Device) bool {
 		if ns.Kind(d) == netdev.KindVeth {
@@ -28,10 +28,14 @@ func cniDelVeth(t *sim.Task, ns *netdev.Namespaces, n *netdev.Netns, sys sim.Tim
 		return false
 	}
 	host := ns.Host()
+	s := t.Now()
 	host.RTNLLock(t)
 	host.UnregisterMany(t, ns.WithPeers([]*netdev.Device{inner}))
 	host.RTNLUnlock(t)
 	returnToUser(t)
+	if lat != nil {
+		*lat = append(*lat, int64(t.Now()-s))
+	}
 	return true
 }
 

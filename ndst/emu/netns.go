@@ -506,6 +506,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	// stuck. 10 ms a device or namespace is far above any per-item cost.
 	bound := 600*sim.Second + sim.Time(devices+len(list))*10*sim.Millisecond
 	var returned sim.Time = -1
+	var cniLat []int64
 	rec := &recreation{names: recreate}
 	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
 		for i, n := range list {
@@ -515,7 +516,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			if i > 0 {
 				syscall(t, sys)
 			}
-			if req.CNI && cniDelVeth(t, ns, n, sys) {
+			if req.CNI && cniDelVeth(t, ns, n, sys, &cniLat) {
 				syscall(t, sys) // the runtime removes the namespace
 			}
 			ns.Unmount(t, n)
@@ -574,6 +575,9 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	}
 	if len(recreate) > 0 {
 		times.Recreate = rec.result(k.e.Now())
+	}
+	if req.CNI {
+		times.CNIDelete = ndst.Summarize(cniLat)
 	}
 	res.Netns = times
 	if runErr != nil {

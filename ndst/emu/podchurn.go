@@ -184,7 +184,7 @@ func (b *Backend) churnOnce(ctx context.Context, req ndst.PodChurnRequest) (*chu
 					made[j] = nil
 					s := dt.Now()
 					syscall(dt, sys)
-					if req.CNI && cniDelVeth(dt, ns, n, sys) {
+					if req.CNI && cniDelVeth(dt, ns, n, sys, nil) {
 						syscall(dt, sys)
 					}
 					ns.Unmount(dt, n)

@@ -155,7 +155,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	}
 	klog := b.openKernelLog(res)
 	defer klog.close()
-	d := &nsDelete{b: b, res: res, klog: &klog, targets: targets, oneAtATime: req.OneAtATime}
+	d := &nsDelete{b: b, res: res, klog: &klog, targets: targets, oneAtATime: req.OneAtATime, cni: req.CNI}
 	if err := d.prepare(); err != nil {
 		d.close()
 		return fail(res, fmt.Errorf("netns del: %w; nothing was deleted", err))
@@ -183,6 +183,10 @@ type nsDelete struct {
 	klog       *kernelLog
 	targets    []*nsTarget
 	oneAtATime bool
+	// cni deletes each target's veth from inside it first, and cniDel is
+	// how long each of those deletes took (netnsdelcni_linux.go).
+	cni    bool
+	cniDel []int64
 
 	mon     *nsMonitor
 	wq      *wqtrace.Watcher
@@ -317,6 +321,14 @@ func (d *nsDelete) run(ctx context.Context) error {
 	for i, t := range d.targets {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if d.cni {
+			took, err := cniDelVeth(t)
+			if err != nil {
+				return err
+			}
+			d.cniDel = append(d.cniDel, int64(took))
+			t.peers = nil // gone: its veth went before the namespace
 		}
 		if err := removeNamespace(t); err != nil {
 			return err
@@ -530,8 +542,15 @@ func (d *nsDelete) report() {
 	if d.oneAtATime {
 		style = ndst.StyleOneAtATime
 	}
+	if d.cni {
+		style = ndst.StyleCNI
+	}
 	kernelTimes := d.kernelTimes
 	n := &ndst.NetnsTimes{Style: style}
+	if d.cni {
+		n.CNIDelete = ndst.Summarize(d.cniDel)
+		d.b.notef(res, "gone is not measured with --cni: each pod's veth, whose host end's RTM_DELLINK marks it, went before its namespace (the veth deletes are timed on their own)")
+	}
 	var gone, done []int64
 	var lastReturned, lastGone, lastDone int64
 	allGone, allDone := true, true
