@@ -27,7 +27,11 @@ func ProfileForRelease(release string) (string, string, error) {
 	}
 	lv, _ := parseVersion(best)
 	why := fmt.Sprintf("kernel %s is line %s", release, best)
-	if compareVersion(lv, v[:min(len(v), len(lv))]) != 0 {
+	switch {
+	case compareVersion(lv, v[:min(len(v), len(lv))]) == 0:
+	case best == ProfileNames[len(ProfileNames)-1]:
+		why = fmt.Sprintf("kernel %s is newer than every modelled line: %s, the newest, models it, with its teardown path as read at %s; changes after %s are not modelled", release, best, best, best)
+	default:
 		why = fmt.Sprintf("kernel %s: %s is the newest modelled line not newer than it", release, best)
 	}
 	return best, why, nil

@@ -14,7 +14,7 @@ func TestProfileForRelease(t *testing.T) {
 		{"5.4.0", "2.6.36", "newest modelled line not newer"},
 		{"2.6.32-rc5", "2.6.32", "is line 2.6.32"},
 		{"2.6.35.6", "2.6.33", "newest modelled line not newer"},
-		{"7.2.1", "6.18", "newest modelled line not newer"},
+		{"7.2.1", "6.18", "newer than every modelled line: 6.18, the newest"},
 	} {
 		got, why, err := ProfileForRelease(tc.release)
 		if err != nil || got != tc.want || !strings.Contains(why, tc.why) {
