@@ -5,8 +5,13 @@
 #                        [--json FILE] [--csv FILE] [--logs DIR] [KERNEL...]
 #
 # KERNEL is a kernel image package of Debian's registry (a metapackage such as
-# linux-image-amd64 is resolved to the versioned package it depends on) or the
-# path of a kernel .deb. Default: linux-image-amd64 linux-image-rt-amd64.
+# linux-image-amd64 is resolved to the versioned package it depends on),
+# SUITE:PACKAGE for a package of another Debian suite (vm-run.sh --suite: the
+# rig's own package list, e.g. trixie:linux-image-amd64), or the path of a
+# kernel .deb. Default: linux-image-amd64 linux-image-rt-amd64 (the host's
+# Debian 12, 6.1), trixie:linux-image-amd64 trixie:linux-image-rt-amd64
+# (Debian 13, 6.12) and sid:linux-image-amd64 (7.x, whose image is split into
+# linux-binary and linux-modules packages).
 #
 # For each kernel, each CPU count of --cpus and each preemption model the
 # kernel boots (from its config, as scripts/vm-run.sh --fetch-only reports
@@ -67,7 +72,7 @@ while (($#)); do
 	*) kernels+=("$1") && shift ;;
 	esac
 done
-((${#kernels[@]})) || kernels=(linux-image-amd64 linux-image-rt-amd64)
+((${#kernels[@]})) || kernels=(linux-image-amd64 linux-image-rt-amd64 trixie:linux-image-amd64 trixie:linux-image-rt-amd64 sid:linux-image-amd64)
 
 # list_ok LIST REGEX: LIST is comma-separated words matching REGEX.
 list_ok() { [[ ,$1, =~ ^,($2,)+$ ]]; }
@@ -76,12 +81,14 @@ list_ok "$counts" '[1-9][0-9]{0,4}' || usage "--count '$counts': want device cou
 [[ -z $preempt_filter ]] || list_ok "$preempt_filter" '(none|voluntary|full|lazy|rt)' ||
 	usage "--preempt '$preempt_filter': want models among none, voluntary, full, lazy, rt, separated by commas"
 [[ $timeout_s =~ ^[1-9][0-9]*$ ]] && ((timeout_s <= 300)) || usage "--timeout '$timeout_s': want whole seconds from 1 to 300"
-kargs=() # one "--package NAME" or "--kernel PATH" per kernel, tab-joined
+kargs=() # one "--package NAME [SUITE]" or "--kernel PATH" per kernel, tab-joined
 for k in "${kernels[@]}"; do
 	if [[ -f $k ]]; then
 		kargs+=("--kernel"$'\t'"$(realpath "$k")")
 	elif [[ $k =~ ^linux-image-[a-z0-9][a-z0-9.+-]*$ ]]; then
 		kargs+=("--package"$'\t'"$k")
+	elif [[ $k =~ ^([a-z][a-z0-9-]{1,30}):(linux-image-[a-z0-9][a-z0-9.+-]*)$ ]]; then
+		kargs+=("--package"$'\t'"${BASH_REMATCH[2]}"$'\t'"${BASH_REMATCH[1]}")
 	else
 		usage "'$k': neither a kernel .deb nor a kernel image package name (linux-image-...)"
 	fi
@@ -147,11 +154,13 @@ manifest=$logs/manifest.tsv
 start=$(date +%s%N)
 plan=() # kernel index, CPUs, model, release
 for i in "${!kargs[@]}"; do
-	IFS=$'\t' read -r flag val <<<"${kargs[$i]}"
+	IFS=$'\t' read -r flag val ksuite <<<"${kargs[$i]}"
 	name=${val##*/}
+	sargs=()
+	[[ -z ${ksuite:-} ]] || sargs=(--suite "$ksuite")
 	facts=$logs/fetch-$i.txt
 	rc=0
-	run_cell "$logs/fetch-$i.stderr" bash "$repo/scripts/vm-run.sh" --fetch-only "$flag" "$val" >"$facts" || rc=$?
+	run_cell "$logs/fetch-$i.stderr" bash "$repo/scripts/vm-run.sh" --fetch-only "${sargs[@]}" "$flag" "$val" >"$facts" || rc=$?
 	if ((rc)); then
 		echo "vm-matrix: $name: $(grep '^vm-run: ' "$logs/fetch-$i.stderr" | tail -n1)" >&2
 		IFS=, read -ra cl <<<"$cpus_list"
@@ -187,13 +196,15 @@ n=0
 for p in "${plan[@]}"; do
 	n=$((n + 1))
 	IFS=$'\t' read -r i c m release <<<"$p"
-	IFS=$'\t' read -r flag val <<<"${kargs[$i]}"
+	IFS=$'\t' read -r flag val ksuite <<<"${kargs[$i]}"
+	sargs=()
+	[[ -z ${ksuite:-} ]] || sargs=(--suite "$ksuite")
 	cell=$logs/$release-${c}cpu-$m
 	echo "vm-matrix: [$n/${#plan[@]}] $release, $c CPU(s), preempt $m" >&2
 	t0=$(date +%s)
 	rc=0
 	run_cell "$cell.stderr" timeout -k 15 $((timeout_s + 240)) bash "$repo/scripts/vm-predict.sh" --cpus "$c" --preempt "$m" --count "$counts" \
-		--timeout "$timeout_s" --log "$cell.transcript" --json -- "$flag" "$val" >"$cell.prediction.json" || rc=$?
+		--timeout "$timeout_s" --log "$cell.transcript" --json -- "${sargs[@]}" "$flag" "$val" >"$cell.prediction.json" || rc=$?
 	if ((rc == 0)); then
 		echo "vm-matrix:   done in $(($(date +%s) - t0)) s" >&2
 	else

@@ -14,7 +14,14 @@
 #   --kernel FILE       a kernel image package (.deb) or a vmlinuz
 #   --package NAME      a kernel image package in Debian's registry, or a metapackage that
 #                       depends on one (linux-image-rt-amd64 -> linux-image-6.1.0-57-rt-amd64);
-#                       default linux-image-amd64 (apt-get download + dpkg-deb, never installed)
+#                       default linux-image-amd64 (apt-get download + dpkg-deb, never installed).
+#                       A split image (sid's 7.x: the image package holds no vmlinuz) is
+#                       fetched with the linux-binary-*, linux-modules-* and linux-base-*
+#                       packages it depends on (vmlinuz, modules, config), unpacked together
+#   --suite SUITE       take --package from this Debian suite (bullseye, bookworm, trixie,
+#                       sid, ...) through a package list of the rig's own in the cache
+#                       (apt-get update into it, at most once a day; the host's apt
+#                       configuration is not touched); default: the host's own lists
 #   --timeout S         seconds the whole boot may take (default 300)
 #   --mem MB            guest memory (default 512)
 #   --append PARAMS     add kernel boot parameters to the guest's command line, e.g.
@@ -110,6 +117,7 @@ preempt=""
 kernel=""
 package=""
 timeout_s=300
+suite=""
 mem=512
 guest_bin=""
 append=""
@@ -126,7 +134,7 @@ need_val() { [[ $# -ge 2 ]] || usage_die "$1 needs a value"; }
 
 while (($#)); do
 	case $1 in
-	--cpus | --preempt | --kernel | --package | --timeout | --mem | --guest-bin | --headers | --append)
+	--cpus | --preempt | --kernel | --package | --timeout | --mem | --guest-bin | --headers | --append | --suite)
 		need_val "$@"
 		v=$2
 		case $1 in
@@ -135,6 +143,7 @@ while (($#)); do
 		--preempt) preempt=$v ;;
 		--kernel) kernel=$v ;;
 		--package) package=$v ;;
+		--suite) suite=$v ;;
 		--timeout) timeout_s=$v ;;
 		--mem) mem=$v ;;
 		--guest-bin) guest_bin=$v ;;
@@ -142,7 +151,7 @@ while (($#)); do
 		esac
 		shift 2
 		;;
-	--cpus=* | --preempt=* | --kernel=* | --package=* | --timeout=* | --mem=* | --guest-bin=* | --headers=* | --append=*)
+	--cpus=* | --preempt=* | --kernel=* | --package=* | --timeout=* | --mem=* | --guest-bin=* | --headers=* | --append=* | --suite=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	--shell) shell=1 && shift ;;
@@ -414,28 +423,45 @@ install_module() {
 # older rig: no 'staged' list, or a shorter one) only gets the files it
 # lacks, each moved in whole, so that a rig booting its vmlinuz meanwhile
 # is not disturbed.
-unpack_deb() {
-	local deb=$1 dest=$2 x rel vmlinuz cfg mod m
+unpack_deb() { unpack_debs "$2" "$1"; }
+
+# unpack_debs DEST DEB...: the packages of one kernel (an image, or a split
+# image with its linux-binary and linux-modules packages), unpacked together.
+unpack_debs() {
+	local dest=$1 x rel vmlinuz cfg mod m deb
+	shift
 	mk_tmp x
-	dpkg-deb --info "$deb" >/dev/null 2>&1 || {
-		rm -rf "$x"
-		die $EXIT_KERNEL "$deb is not a Debian package"
-	}
 	# Only the files the rig needs; a full dpkg -x writes ~400 MB.
-	local pats=('./boot/vmlinuz-*' './boot/config-*' '*/drivers/net/dummy.ko*')
+	# Split images (7.x) keep vmlinuz and config under usr/lib/modules/RELEASE.
+	local pats=('./boot/vmlinuz-*' './boot/config-*' './usr/lib/modules/*/vmlinuz' './usr/lib/modules/*/config'
+		'*/drivers/net/dummy.ko*')
 	for m in $OPT_MODULES; do
 		pats+=("*/drivers/net/$m.ko*")
 	done
-	set +o pipefail
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" --wildcards "${pats[@]}" 2>/dev/null || true
-	set -o pipefail
+	for deb in "$@"; do
+		dpkg-deb --info "$deb" >/dev/null 2>&1 || {
+			rm -rf "$x"
+			die $EXIT_KERNEL "$deb is not a Debian package"
+		}
+		set +o pipefail
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" --wildcards "${pats[@]}" 2>/dev/null || true
+		set -o pipefail
+	done
+	deb="$*"
 	vmlinuz=$(find "$x/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1) || true
-	if [[ -z $vmlinuz ]]; then
-		rm -rf "$x"
-		die $EXIT_KERNEL "$deb holds no boot/vmlinuz-*: not a kernel image package"
+	if [[ -n $vmlinuz ]]; then
+		rel=${vmlinuz##*/vmlinuz-}
+		cfg=$(find "$x/boot" -maxdepth 1 -name "config-$rel" 2>/dev/null | head -n1) || true
+	else
+		vmlinuz=$(find "$x/usr/lib/modules" -mindepth 2 -maxdepth 2 -name vmlinuz 2>/dev/null | head -n1) || true
+		if [[ -z $vmlinuz ]]; then
+			rm -rf "$x"
+			die $EXIT_KERNEL "$deb holds no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz: not a kernel image package"
+		fi
+		rel=${vmlinuz%/vmlinuz}
+		rel=${rel##*/}
+		cfg=$(find "$x/usr/lib/modules/$rel" -maxdepth 1 -name config 2>/dev/null | head -n1) || true
 	fi
-	rel=${vmlinuz##*/vmlinuz-}
-	cfg=$(find "$x/boot" -maxdepth 1 -name "config-$rel" 2>/dev/null | head -n1) || true
 	mod=$(find "$x" -path "*/modules/$rel/*" -name 'dummy.ko*' 2>/dev/null | head -n1) || true
 	local stage
 	mk_tmp stage
@@ -515,13 +541,37 @@ veth_state() {
 
 # apt_download DIR PKG=VER...: apt-get download into DIR (bounded, as root
 # without apt's sandbox user); on failure print apt's first error line.
+# aptc / aptg: apt-cache and apt-get, on the suite's own lists with --suite.
+apt_opts=()
+aptc() { apt-cache "${apt_opts[@]}" "$@"; }
+apt_suite_setup() {
+	[[ -n $suite ]] || return 0
+	[[ $suite =~ ^[a-z][a-z0-9-]{1,30}$ ]] || die $EXIT_USAGE "--suite: not a Debian suite name: $suite"
+	local d=$cache/apt/$suite
+	mkdir -p "$d/lists/partial" "$d/archives/partial"
+	{
+		echo "deb http://deb.debian.org/debian $suite main"
+		[[ $suite == bullseye || $suite == bookworm || $suite == trixie ]] && echo "deb http://deb.debian.org/debian-security $suite-security main"
+	} >"$d/sources.list"
+	apt_opts=(-o "Dir::Etc::SourceList=$d/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d" -o "Dir::Cache::archives=$d/archives"
+		-o Debug::NoLocking=1)
+	[[ $(id -u) -ne 0 ]] || apt_opts+=(-o APT::Sandbox::User=root)
+	if [[ -z $(find "$d/lists" -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null | head -n1) ]]; then
+		note "updating the rig's package list for $suite ($d)"
+		if ! run_child "$d/update.log" "$d" timeout 600 apt-get "${apt_opts[@]}" -q update; then
+			die $EXIT_KERNEL "cannot update the package list of suite $suite: $(grep -E '^(E|W):' "$d/update.log" | head -n1)"
+		fi
+	fi
+}
+
 apt_download() {
 	local dir=$1 why
 	shift
 	note "downloading $* from Debian's registry into $cache"
 	local aopts=(-q -o Acquire::Retries=1 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
 	[[ $(id -u) -ne 0 ]] || aopts+=(-o APT::Sandbox::User=root)
-	if ! run_child "$dir/apt.log" "$dir" timeout 600 apt-get "${aopts[@]}" download "$@"; then
+	if ! run_child "$dir/apt.log" "$dir" timeout 600 apt-get "${apt_opts[@]}" "${aopts[@]}" download "$@"; then
 		why=$(grep -E '^E:' "$dir/apt.log" | head -n1 | sed 's/^E: //; s/  */ /g') || true
 		echo "${why:-apt-get download failed}"
 		return 1
@@ -555,8 +605,9 @@ fetch_registry() {
 	local name=${package:-linux-image-amd64} pkg ver key dir tmp log
 	# A metapackage names the versioned kernel package in its Depends; a
 	# versioned package is its own kernel.
-	pkg=$(apt-cache depends "$name" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}') || true
-	if [[ -z $pkg && $name =~ ^linux-image-[0-9] ]] && apt-cache show "$name" >/dev/null 2>&1; then
+	apt_suite_setup
+	pkg=$(aptc depends "$name" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}') || true
+	if [[ -z $pkg && $name =~ ^linux-image-[0-9] ]] && aptc show "$name" >/dev/null 2>&1; then
 		pkg=$name
 	fi
 	if [[ -z $pkg ]]; then
@@ -569,7 +620,14 @@ fetch_registry() {
 		fi
 		die $EXIT_KERNEL "cannot resolve $name: apt's package lists do not have it (run 'apt-get update' as root; is Debian's registry configured and reachable?), or pass --kernel"
 	fi
-	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" {print $2; exit}') || true
+	ver=$(aptc policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" {print $2; exit}') || true
+	# A split image (7.x) has its vmlinuz in linux-binary-*, its config in
+	# linux-base-* and its modules in linux-modules-*, which it depends on at
+	# the same version.
+	local parts=("$pkg=$ver") part
+	for part in $(aptc depends "$pkg=$ver" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-(binary|modules|base)-[0-9]/ {print $2}'); do
+		parts+=("$part=$ver")
+	done
 	[[ -n $ver && $ver != "(none)" ]] || die $EXIT_KERNEL "apt has no installable version of $pkg"
 	key="${pkg}_${ver//:/%3a}"
 	dir=$cache/kernels/$key
@@ -583,17 +641,17 @@ fetch_registry() {
 		mk_tmp tmp
 		local why
 		[[ ! -f $dir/release ]] || note "the cached $key was staged without ${OPT_MODULES// /, }.ko; fetching the package again to add it"
-		if ! why=$(apt_download "$tmp" "$pkg=$ver"); then
+		if ! why=$(apt_download "$tmp" "${parts[@]}"); then
 			rm -rf "$tmp"
 			[[ -f $dir/release ]] || die $EXIT_KERNEL "cannot download $pkg $ver: no access to Debian's registry? ($why)"
 			k_stale="cannot download $pkg $ver: $why"
 			note "$k_stale; using the cached kernel as it is"
 		else
-			local deb
-			deb=$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n1) || true
-			[[ -n $deb ]] || die $EXIT_KERNEL "apt-get download $pkg left no .deb"
+			local deb debs=()
+			while IFS= read -r deb; do debs+=("$deb"); done < <(find "$tmp" -maxdepth 1 -name '*.deb' | sort)
+			((${#debs[@]} == ${#parts[@]})) || die $EXIT_KERNEL "apt-get download ${parts[*]} left ${#debs[@]} .deb files"
 			mkdir -p "$cache/kernels"
-			unpack_deb "$deb" "$dir"
+			unpack_debs "$dir" "${debs[@]}"
 			echo "$pkg $ver (Debian)" >"$dir/source.tmp"
 			mv "$dir/source.tmp" "$dir/source"
 			rm -rf "$tmp"
@@ -674,7 +732,7 @@ fetch_headers() {
 	dir=$cache/headers/$key
 	if [[ ! -f $dir/tree ]]; then
 		command -v apt-cache >/dev/null 2>&1 || die $EXIT_KERNEL "no kernel headers for $k_release: apt-cache not found (not a Debian host?); pass --headers DIR"
-		deps=$(apt-cache show "$hpkg=$k_ver" 2>/dev/null | awk -F': ' '$1 == "Depends" {print $2; exit}') || true
+		deps=$(aptc show "$hpkg=$k_ver" 2>/dev/null | awk -F': ' '$1 == "Depends" {print $2; exit}') || true
 		[[ -n $deps ]] || die $EXIT_KERNEL "no kernel headers for $k_release: apt does not know $hpkg $k_ver (run 'apt-get update' as root; is Debian's registry reachable?), or pass --headers DIR"
 		local pkgs=("$hpkg=$k_ver")
 		for d in $(echo "$deps" | tr ',' '\n' | sed -n 's/^ *\(linux-\(headers\|kbuild\)-[^ ]*\) (>\{0,1\}= \([^)]*\)).*/\1=\3/p'); do
@@ -803,6 +861,13 @@ if [[ -n $k_config ]]; then
 			print boot, dyn, models
 		}' "$k_config")
 	[[ $k_boot != - ]] || k_boot="" k_models=""
+	# Debian's 7.x kernels (x86, PREEMPT_LAZY) refuse preempt=none and
+	# voluntary: 7.2.13's boot log says "Dynamic Preempt: unsupported mode:
+	# none" (and voluntary) and boots lazy; the config does not say so, and
+	# the source was not read: taken from the guest's own log.
+	if [[ $k_models == *lazy* && ${k_release%%.*} =~ ^[0-9]+$ ]] && ((${k_release%%.*} >= 7)); then
+		k_models=full,lazy
+	fi
 fi
 if [[ -z $preempt ]]; then
 	preempt=none
