@@ -200,6 +200,11 @@ type Result struct {
 	// Phases split the command's time by where the task was (package
 	// phase); their CPU and wait times sum to the command's time.
 	Phases []Phase `json:"phases,omitempty"`
+	// Stacks are the real-kernel backends' samples of the working
+	// thread's kernel stack (DelRequest.Attribute), folded (outermost frame
+	// first, ';' between frames) with the time they stand for, in ns: the
+	// input of a flame graph. Not in JSON: it is written with --folded.
+	Stacks map[string]int64 `json:"-"`
 	// Netns holds the three times of a namespace delete (see netns.go).
 	Netns *NetnsTimes `json:"netns,omitempty"`
 	// Unshare is what an unshare measured (unshare.go), Churn what a pod

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/safefile"
 	"github.com/spf13/cobra"
 )
 
@@ -80,6 +81,7 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 
 func newDelCmd(g *globalOptions) *cobra.Command {
 	var oneByOne, stream, attribute bool
+	var folded string
 	cmd := &cobra.Command{
 		Use:   "del START STOP",
 		Short: "Delete the devices with START <= ifindex <= STOP (the 2009 test module's echo START STOP > /proc/sys/net/ndst/del)",
@@ -99,6 +101,12 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 				how = "one by one in one request stream"
 			}
 			what := fmt.Sprintf("del: deleting ifindex %d..%d %s %s", start, stop, how, g.where())
+			if folded != "" {
+				if err := safefile.CheckOutput(folded); err != nil {
+					return ndst.Usagef("--folded %s: %v", folded, err)
+				}
+				attribute = true
+			}
 			req := ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne, Stream: stream, Attribute: attribute}
 			if g.backend != "sim" && cmd.Flags().Changed("give-up") {
 				if g.giveUp <= 0 {
@@ -107,13 +115,25 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 				req.GiveUp = g.giveUp // per delete request on the real kernel
 			}
 			return g.timed(false, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
-				return b.Del(ctx, req)
+				res, err := b.Del(ctx, req)
+				if res != nil && folded != "" {
+					if werr := writeFolded(folded, "ndst del", res); werr != nil {
+						res.Notes = append(res.Notes, "--folded: "+werr.Error())
+						if err == nil {
+							err = werr
+						}
+					} else {
+						g.note("wrote %s (folded stacks, µs: flamegraph.pl %s > del.svg, or open it in speedscope)", folded, folded)
+					}
+				}
+				return res, err
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "give every device its own unregister (a loop of 'ip link del') instead of one batch")
 	cmd.Flags().BoolVar(&stream, "stream", false, "give every device its own delete request, all written at once and answered after (an ip -batch file of 'link del' lines without the waits): each still its own unregister")
 	cmd.Flags().BoolVar(&attribute, "attribute", false, "real kernel (root): sample the deleting thread's kernel stack at 1 kHz and split the time into phases, as the emulated kernel always does")
+	cmd.Flags().StringVar(&folded, "folded", "", "write the delete's stacks to FILE as folded stacks for a flame graph (flamegraph.pl, inferno, speedscope): the real kernel's sampled kernel stacks (implies --attribute), the emulated kernel's phases")
 	return cmd
 }
 

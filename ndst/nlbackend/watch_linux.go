@@ -157,6 +157,10 @@ func (w *watch) finish(err error) error {
 	if w.smp != nil {
 		acc := w.smp.Stop()
 		cost := w.smp.CostNS
+		res.Stacks = map[string]int64{}
+		for k, n := range w.smp.Folded() {
+			res.Stacks[k] = n * int64(w.smp.Interval())
+		}
 		w.smp = nil
 		acc.AddOther(res.WallNS-w.busy, 0)
 		res.Phases = acc.Phases()

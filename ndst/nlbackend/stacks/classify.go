@@ -45,6 +45,30 @@ func Frames(b []byte) []string {
 	return out
 }
 
+// Fold writes a stack read from /proc/TID/stack (innermost frame first) as
+// one line of the folded format of flame graphs (flamegraph.pl, inferno,
+// speedscope): outermost frame first, ";" between frames. A thread caught
+// running, whose stack cannot be read, is "[running]".
+func Fold(frames []string) string {
+	if len(frames) == 0 {
+		return "[running]"
+	}
+	var b strings.Builder
+	for i := len(frames) - 1; i >= 0; i-- {
+		b.WriteString(strings.ReplaceAll(frames[i], ";", ":"))
+		if i > 0 {
+			b.WriteByte(';')
+		}
+	}
+	return b.String()
+}
+
+// maxStacks bounds the distinct stacks kept; the samples of any beyond it
+// are counted under foldedOther.
+const maxStacks = 10000
+
+const foldedOther = "[other stacks]"
+
 // frame maps the kernel functions ndst knows to phases. Lookups are exact
 // names, then the prefixes in prefixes (for .constprop/.isra clones the
 // names are cut at the first '.').

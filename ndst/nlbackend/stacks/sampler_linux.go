@@ -56,6 +56,8 @@ type Sampler struct {
 	mu      sync.Mutex
 	pending []Sample
 	acc     *Acc
+	// folded counts the samples by stack, as Fold writes them.
+	folded map[string]int64
 	// Dropped counts samples beyond maxPending; Failed, reads that failed.
 	Dropped, Failed int
 	// CostNS is the sampler thread's own CPU time.
@@ -92,7 +94,7 @@ func Start(pid, tid int, interval time.Duration, clock func() int64) (*Sampler, 
 	default:
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	s := &Sampler{path: path, f: f, interval: interval, clock: clock, stop: make(chan struct{}), done: make(chan struct{}), acc: NewAcc(), cpu: -1}
+	s := &Sampler{path: path, f: f, interval: interval, clock: clock, stop: make(chan struct{}), done: make(chan struct{}), acc: NewAcc(), cpu: -1, folded: map[string]int64{}}
 	s.cpu, s.restore = share(pid, tid)
 	go s.loop()
 	return s, nil
@@ -159,6 +161,21 @@ func (s *Sampler) Window(w Window) {
 	s.pending = keep
 }
 
+// Folded returns the samples taken so far by stack (Fold's form), each
+// standing for one sampling interval.
+func (s *Sampler) Folded() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.folded))
+	for k, v := range s.folded {
+		out[k] = v
+	}
+	return out
+}
+
+// Interval is the sampling period.
+func (s *Sampler) Interval() time.Duration { return s.interval }
+
 // AddOther adds time outside the requests (see Acc.AddOther).
 func (s *Sampler) AddOther(d, cpu int64) {
 	s.mu.Lock()
@@ -219,10 +236,17 @@ func (s *Sampler) loop() {
 			s.mu.Unlock()
 			continue
 		}
-		x := Sample{T: now, CPU: cpu, Phase: Classify(Frames(buf[:n]))}
+		frames := Frames(buf[:n])
+		x := Sample{T: now, CPU: cpu, Phase: Classify(frames)}
+		key := Fold(frames)
 		s.mu.Lock()
 		if len(s.pending) < maxPending {
 			s.pending = append(s.pending, x)
+			if _, ok := s.folded[key]; ok || len(s.folded) < maxStacks {
+				s.folded[key]++
+			} else {
+				s.folded[foldedOther]++
+			}
 		} else {
 			s.Dropped++
 		}
