@@ -21,7 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -83,6 +85,30 @@ type DelRequest struct {
 	// thread's kernel stack and split the time into Result.Phases (the
 	// emulated kernel always attributes).
 	Attribute bool
+	// Match, when not empty, is a shell pattern (path.Match: *, ?, [...])
+	// that a device's name must match to be deleted, within Start..Stop.
+	Match string
+}
+
+// Selects reports whether the request deletes a device of that name (its
+// ifindex in range). A pattern CheckMatch refused selects nothing.
+func (r DelRequest) Selects(name string) bool {
+	if r.Match == "" {
+		return true
+	}
+	ok, err := path.Match(r.Match, name)
+	return ok && err == nil
+}
+
+// CheckMatch checks a --match pattern.
+func CheckMatch(pattern string) error {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return Usagef("--match %q: not a shell pattern (%v); use *, ? and [...] as in 'dummy1*'", pattern, err)
+	}
+	if strings.Contains(pattern, "/") {
+		return Usagef("--match %q: a device name has no '/'", pattern)
+	}
+	return nil
 }
 
 // ListRequest asks for a listing; PageSize > 0 reads the registry in pages of

@@ -182,7 +182,22 @@ echo 1 1000 > /proc/sys/net/ndst/del:
 	for _, c := range root.Commands() {
 		refuseStrayArgs(c)
 	}
+	addNetnsShorthand(root, g)
 	return root
+}
+
+// addNetnsShorthand gives every command that has no -n of its own (churn's
+// is its count) the iproute2 habit "-n NS" for --netns: a hidden flag "ns"
+// with the shorthand, bound to the same setting (validate treats it as
+// --netns).
+func addNetnsShorthand(c *cobra.Command, g *globalOptions) {
+	for _, sub := range c.Commands() {
+		addNetnsShorthand(sub, g)
+	}
+	if c.HasParent() && c.LocalFlags().ShorthandLookup("n") == nil && c.Flags().Lookup("ns") == nil {
+		c.Flags().StringVarP(&g.netns, "ns", "n", g.netns, "the network namespace to act in (--netns)")
+		_ = c.Flags().MarkHidden("ns")
+	}
 }
 
 // rootArgs refuses words that name no command: cobra would otherwise print

@@ -81,15 +81,28 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 
 func newDelCmd(g *globalOptions) *cobra.Command {
 	var oneByOne, stream, attribute bool
-	var folded string
+	var folded, match string
 	cmd := &cobra.Command{
-		Use:   "del START STOP",
-		Short: "Delete the devices with START <= ifindex <= STOP (the 2009 test module's echo START STOP > /proc/sys/net/ndst/del)",
-		Args:  exactArgs(2, "two arguments, START and STOP ifindex"),
+		Use:   "del START STOP | del --match PATTERN [START STOP]",
+		Short: "Delete the devices with START <= ifindex <= STOP (the 2009 test module's echo START STOP > /proc/sys/net/ndst/del), or those named like --match",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if match != "" && len(args) == 0 {
+				return nil
+			}
+			return exactArgs(2, "two arguments, START and STOP ifindex (or --match PATTERN)")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			start, stop, err := ndst.ParseRange(args[0], args[1])
-			if err != nil {
-				return err
+			start, stop := 1, 1<<31-1
+			if len(args) == 2 {
+				var err error
+				if start, stop, err = ndst.ParseRange(args[0], args[1]); err != nil {
+					return err
+				}
+			}
+			if match != "" {
+				if err := ndst.CheckMatch(match); err != nil {
+					return err
+				}
 			}
 			how := "as one batch"
 			switch {
@@ -101,13 +114,16 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 				how = "one by one in one request stream"
 			}
 			what := fmt.Sprintf("del: deleting ifindex %d..%d %s %s", start, stop, how, g.where())
+			if match != "" {
+				what = fmt.Sprintf("del: deleting the devices named like %s %s %s", match, how, g.where())
+			}
 			if folded != "" {
 				if err := safefile.CheckOutput(folded); err != nil {
 					return ndst.Usagef("--folded %s: %v", folded, err)
 				}
 				attribute = true
 			}
-			req := ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne, Stream: stream, Attribute: attribute}
+			req := ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne, Stream: stream, Attribute: attribute, Match: match}
 			if g.backend != "sim" && cmd.Flags().Changed("give-up") {
 				if g.giveUp <= 0 {
 					return ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
@@ -133,6 +149,7 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "give every device its own unregister (a loop of 'ip link del') instead of one batch")
 	cmd.Flags().BoolVar(&stream, "stream", false, "give every device its own delete request, all written at once and answered after (an ip -batch file of 'link del' lines without the waits): each still its own unregister")
 	cmd.Flags().BoolVar(&attribute, "attribute", false, "real kernel (root): sample the deleting thread's kernel stack at 1 kHz and split the time into phases, as the emulated kernel always does")
+	cmd.Flags().StringVar(&match, "match", "", "delete only the devices whose name matches this shell pattern ('dummy1*', 'veth[0-9]?'), within START..STOP when given")
 	cmd.Flags().StringVar(&folded, "folded", "", "write the delete's stacks to FILE as folded stacks for a flame graph (flamegraph.pl, inferno, speedscope): the real kernel's sampled kernel stacks (implies --attribute), the emulated kernel's phases")
 	return cmd
 }

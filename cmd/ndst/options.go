@@ -81,7 +81,7 @@ type globalOptions struct {
 func (g *globalOptions) register(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&g.backend, "backend", "sim", "backend: sim (embedded emulated kernel), netlink (real kernel) or module (real kernel, through the ndst kernel module)")
-	f.BoolVar(&g.json, "json", false, "print one JSON object per command")
+	f.BoolVarP(&g.json, "json", "j", false, "print one JSON object per command")
 	f.CountVarP(&g.verbose, "verbose", "v", "print the counters and the kernel log with each result (-vv: also the backend's debug log on stderr)")
 	f.BoolVar(&g.counters, "counters", false, "print the raw counters with each result (as -v does)")
 	f.StringVar(&g.template, "name", "dummy%d", "name template with exactly one %d (at most 15 bytes)")
@@ -104,7 +104,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringArrayVar(&g.params, "param", nil, "set a knob of the emulated kernel, named as the kernel names it: NAME=VALUE with NAME a boot parameter (rcutree.jiffies_till_first_fqs), a sysctl (net.core.netdev_unregister_timeout_secs), a build option (CONFIG_HZ) or the knob's sysfs file (repeatable; ndst profiles --knobs lists them by line)")
 	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in whole seconds, compared with 2^30 ns units as the kernel does (default: the line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
-	f.StringVar(&g.netns, "netns", "ndst", "network namespace of the netlink backend (never the host's); with --backend sim, the emulated namespace add, del and list act in")
+	f.StringVar(&g.netns, "netns", "ndst", "the network namespace a command acts in (-n NS): on the real kernel ndst's own, made by ndst (never the host's), on the emulated kernel one that netns add made")
 	f.StringVar(&g.kind, "kind", "dummy", "link kind of the netlink backend: dummy, ifb, veth")
 	f.BoolVar(&g.allowRootNS, "i-really-mean-the-root-namespace", false, "allow the netlink backend to work in the host's root namespace")
 	f.BoolVar(&g.noMemoryCheck, "no-memory-check", false, "let the netlink backend's add go ahead when its estimated kernel memory exceeds what is available")
@@ -129,7 +129,7 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.watchdogSet = cmd.Flags().Changed("watchdog")
 	g.giveUpSet = cmd.Flags().Changed("give-up")
 	g.nameExplicit = cmd.Flags().Changed("name")
-	g.netnsSet = cmd.Flags().Changed("netns")
+	g.netnsSet = cmd.Flags().Changed("netns") || cmd.Flags().Changed("ns")
 	switch g.backend {
 	case "sim", "netlink", "module":
 	default:

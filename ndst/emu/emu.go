@@ -577,8 +577,14 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	}
 	devs := make([]*netdev.Device, 0, hi-lo)
 	for _, sd := range all[lo:hi] {
+		if !req.Selects(sd.Name) {
+			continue
+		}
 		d, _ := k.reg.ByIndex(int(sd.Ifindex))
 		devs = append(devs, d)
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("%w: no device named like %q in ifindex %d..%d (%s)", ndst.ErrNoDevices, req.Match, req.Start, req.Stop, b.describe())
 	}
 	devs, skipped := k.deletable(res, devs)
 	if note := childNote(k.reg, devs); note != "" {

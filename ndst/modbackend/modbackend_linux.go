@@ -404,6 +404,9 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if err := b.nl.CheckChange("del"); err != nil {
 		return nil, err
 	}
+	if req.Match != "" {
+		return nil, ndst.Usagef("--match: the ndst module deletes ifindex ranges (echo START STOP > del); use --backend netlink or sim to choose devices by name")
+	}
 	if err := ndst.CheckRange(req.Start, req.Stop); err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	res := b.newResult("del")
 	defer b.hostFacts(res)
 	res.Batched = !req.OneByOne
-	sel, extraPeers, skipped := selectLinks(links, req.Start, req.Stop)
+	sel, extraPeers, skipped := selectLinks(links, req)
 	res.Skipped = skipped
 	if len(sel) == 0 {
 		owned := 0
@@ -121,14 +121,15 @@ func giveUpAfter(giveUp time.Duration, n int) time.Duration {
 // owned veth peers of those (extra counts them), ordered by ifindex, and the
 // number of foreign links in the range (including veths whose peer is not
 // ndst's to delete).
-func selectLinks(links []link, start, stop int) (sel []link, extra, skipped int) {
+func selectLinks(links []link, req ndst.DelRequest) (sel []link, extra, skipped int) {
+	start, stop := req.Start, req.Stop
 	byIndex := make(map[int]link, len(links))
 	for _, l := range links {
 		byIndex[l.Index] = l
 	}
 	chosen := map[int]bool{}
 	for _, l := range links {
-		if l.Index < start || l.Index > stop {
+		if l.Index < start || l.Index > stop || !req.Selects(l.Name) {
 			continue
 		}
 		if !Owned(l.Group) {
@@ -142,7 +143,7 @@ func selectLinks(links []link, start, stop int) (sel []link, extra, skipped int)
 				skipped++
 				continue
 			}
-			if ok && (p.Index < start || p.Index > stop) && !chosen[p.Index] {
+			if ok && (p.Index < start || p.Index > stop || !req.Selects(p.Name)) && !chosen[p.Index] {
 				chosen[p.Index] = true
 				extra++
 			}

@@ -69,10 +69,27 @@ func TestSelectLinks(t *testing.T) {
 		{10, 20, nil, 0, 0},
 	}
 	for _, tt := range tests {
-		sel, extra, skipped := selectLinks(links, tt.start, tt.stop)
+		sel, extra, skipped := selectLinks(links, ndst.DelRequest{Start: tt.start, Stop: tt.stop})
 		if !reflect.DeepEqual(idx(sel), tt.want) || extra != tt.extra || skipped != tt.skips {
 			t.Errorf("selectLinks(links, %d, %d) = %v, %d, %d; want %v, %d, %d",
 				tt.start, tt.stop, idx(sel), extra, skipped, tt.want, tt.extra, tt.skips)
+		}
+	}
+	// By name: only the matching links (a veth's peer still goes with it);
+	// a foreign link that does not match is not even counted as skipped.
+	for _, tt := range []struct {
+		match        string
+		want         []int
+		extra, skips int
+	}{
+		{"d*", []int{2, 3}, 0, 0},
+		{"v1", []int{5, 6}, 1, 0},
+		{"?0", []int{2, 5, 6}, 1, 2}, // d0, v0 (with v1); w0 (foreign peer) and z0 (peer elsewhere) skipped
+		{"nomatch*", nil, 0, 0},
+	} {
+		sel, extra, skipped := selectLinks(links, ndst.DelRequest{Start: 1, Stop: 100, Match: tt.match})
+		if !reflect.DeepEqual(idx(sel), tt.want) || extra != tt.extra || skipped != tt.skips {
+			t.Errorf("selectLinks(links, --match %q) = %v, %d, %d; want %v, %d, %d", tt.match, idx(sel), extra, skipped, tt.want, tt.extra, tt.skips)
 		}
 	}
 }
