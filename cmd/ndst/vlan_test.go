@@ -25,7 +25,7 @@ func TestVLANGolden(t *testing.T) {
 		if _, e, code := ndstRun(t, state, append(k, "--kind", "ifb", "add", "1")...); code != 0 {
 			t.Fatalf("add the parent = %d %s", code, e)
 		}
-		out, e, code := ndstRun(t, state, append(k, "--kind", c.kind, "add", "10", "--parent", "ifb0")...)
+		_, e, code := ndstRun(t, state, append(k, "--kind", c.kind, "add", "10", "--parent", "ifb0")...)
 		if code != 0 {
 			t.Fatalf("add %ss = %d %s", c.kind, code, e)
 		}
@@ -33,7 +33,7 @@ func TestVLANGolden(t *testing.T) {
 		if !strings.Contains(list, c.kind) || strings.Count(list, "\n") < 12 {
 			t.Errorf("list after adding 10 %ss:\n%s", c.kind, list)
 		}
-		out, e, code = ndstRun(t, state, append(k, c.del...)...)
+		out, e, code := ndstRun(t, state, append(k, c.del...)...)
 		if code != 0 {
 			t.Fatalf("%v = %d %s", c.del, code, e)
 		}
