@@ -82,6 +82,7 @@ var counterGroups = []struct {
 		{"netlink_requests", "netlink requests sent"},
 		{"batches", "requests that created or deleted several devices at once"},
 		{"per_device_ns", "the kernel's time per device of an add (from the sender's timings)"},
+		{"addr_ns", "the wall time of setting the new devices up and giving them their addresses (--up, --addr4, --addr6)"},
 		{"kernel_bytes_per_device", "kernel memory one device took, measured from /proc/meminfo over the add's first part (the memory bound)"},
 		{"kernel_bytes_per_namespace", "kernel memory one namespace took, measured the same way over netns add's first 16 (never below the bound's floor)"},
 		{"links_per_namespace", "links netns add created in each namespace besides lo (--links)"},
