@@ -426,7 +426,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		if ok, worst := r.Closed(); !ok {
-			fmt.Fprintf(&b, "warning: the emulated kernel misses a calibration run by %.1f%% (more than %.0f%%): its waits do not match this host's; predictions from this table are not trustworthy\n", 100*worst, 100*ClosureLimit)
+			fmt.Fprintf(&b, "warning: the emulated kernel misses a calibration run by %.1f%% (more than %.0f%%); predictions from this table are not trustworthy. What misses:\n", 100*worst, 100*ClosureLimit)
+			for _, m := range r.Misses() {
+				fmt.Fprintf(&b, "  %s\n", m)
+			}
 			if l := r.busiest(); l > 0.5*float64(max(1, r.Host.CPUs)) {
 				fmt.Fprintf(&b, "warning: the machine was busy with other work (load average %.2f on %d CPUs): the emulated kernel models an otherwise idle machine; calibrate again when it is quiet\n", l, r.Host.CPUs)
 			}

@@ -302,6 +302,54 @@ func (r *Report) Closed() (bool, float64) {
 	return len(r.Closure) > 0 && worst <= ClosureLimit, worst
 }
 
+// Misses names, for every gated closure run beyond ClosureLimit, the fitted
+// cost or modelled mechanism that run rests on, so that a calibration that
+// does not close says what does not match rather than only that something
+// does not.
+func (r *Report) Misses() []string {
+	var out []string
+	var dels []ClosurePoint
+	for _, p := range r.Closure {
+		if p.What == "batched delete" {
+			dels = append(dels, p)
+		}
+	}
+	for _, p := range r.Closure {
+		if p.What == NetnsReturned || math.Abs(p.Error) <= ClosureLimit {
+			continue
+		}
+		var m string
+		switch p.What {
+		case "create":
+			m = "the per-device register cost, fitted to the creates' median, does not give their time back: the create runs of this calibration spread more than the fit can follow"
+		case "batched delete":
+			sameSign := len(dels) == 2 && (dels[0].Error > 0) == (dels[1].Error > 0)
+			if sameSign {
+				m = "both batch sizes miss the same way: the fixed part of a batched delete (its two expedited grace periods and netdev_run_todo's rcu_barrier(), which end on ticks) is not the host's; a grace period here took " + r.gpNote()
+			} else {
+				m = "the two batch sizes miss in opposite directions: the delete time is not the fitted line (unregister and free per device plus unregister_batch) between them; the runs of one size spread (where in the tick each starts)"
+			}
+		case "netns add":
+			m = "netns_setup_ns, fitted to the creates of both sizes, does not give this size's time back: creating namespaces is not linear in their number here"
+		case "netns cleanup done":
+			m = "the cleanup_net runs (netns_exit_ns a namespace, fitted to the runs' own durations, with the model's batching, its grace period and two rcu_barrier()s) do not reproduce this size: the namespaces the runs took, or their waits, differ from the model's"
+		default:
+			m = "its mechanism is not named"
+		}
+		out = append(out, fmt.Sprintf("%s %d (%+.1f%%): %s", p.What, p.Devices, 100*p.Error, m))
+	}
+	return out
+}
+
+// gpNote describes the host's measured grace period.
+func (r *Report) gpNote() string {
+	if r.GP == nil || r.GP.N == 0 {
+		return "an unmeasured time (no membarrier figures)"
+	}
+	g := r.GP
+	return fmt.Sprintf("%.2f ms at the median and %.2f at p99 (membarrier), against the model's tick-bound waits", float64(g.P50NS)/1e6, float64(g.P99NS)/1e6)
+}
+
 func slugOf(p ClosurePoint) string {
 	switch p.What {
 	case "create":
