@@ -125,9 +125,10 @@ type PodChurnTimes struct {
 	// DrainedNS is when, after the last pod was deleted, the cleanup freed
 	// the last namespace (nil where not observed).
 	DrainedNS *int64 `json:"drained_ns"`
-	// Batches and BatchSizes are the cleanup runs.
-	Batches    *int  `json:"batches,omitempty"`
-	BatchSizes []int `json:"batch_sizes,omitempty"`
+	// Batches, BatchSizes and BatchNS are the cleanup runs.
+	Batches    *int    `json:"batches,omitempty"`
+	BatchSizes []int   `json:"batch_sizes,omitempty"`
+	BatchNS    []int64 `json:"batch_ns,omitempty"`
 	// LimitPerSec is the rate at which the cleanup stops keeping up, and
 	// LimitHow how it was found; nil where not searched.
 	LimitPerSec *float64 `json:"limit_per_sec,omitempty"`

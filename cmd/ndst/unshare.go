@@ -175,7 +175,11 @@ func backlogLine(pts []ndst.BacklogPoint, n int) string {
 		for j+1 < len(pts) && pts[j+1].AtNS <= at {
 			j++
 		}
-		parts = append(parts, fmt.Sprintf("%d at %s", pts[j].Waiting, fmtDur(at)))
+		w := pts[j].Waiting
+		if pts[j].AtNS > at {
+			w = 0 // before the first change
+		}
+		parts = append(parts, fmt.Sprintf("%d at %s", w, fmtDur(at)))
 	}
 	return "waiting: " + strings.Join(parts, ", ")
 }

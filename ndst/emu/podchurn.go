@@ -248,6 +248,9 @@ func (b *Backend) churnOnce(ctx context.Context, req ndst.PodChurnRequest) (*chu
 	}
 	batches := len(ns.Batches())
 	times.Batches, times.BatchSizes = &batches, ns.Batches()
+	for _, d := range ns.BatchTimes() {
+		times.BatchNS = append(times.BatchNS, int64(d))
+	}
 	return &churnRun{k: k, virt: virt, times: times, created: createLat, err: errors.Join(runErr, workErr)}, nil
 }
 
