@@ -240,8 +240,8 @@ var knobHistory = map[string][]LineKnob{
 					return nil
 				})
 			}),
-		lk(knob.UseSoftirq, "5.12", "8b9a0ecc7ef5", "rcu: Unconditionally use rcuc threads on PREEMPT_RT", false,
-			"6.1 kernel/rcu/tree.c: static bool use_softirq = !IS_ENABLED(CONFIG_PREEMPT_RT) (the commit is listed with 36221e109eb2 in the RCU pull of January 2021)",
+		lk(knob.UseSoftirq, "5.12", "8b9a0ecc7ef5", "rcu: Unconditionally use rcuc threads on PREEMPT_RT", true,
+			"6.1 kernel/rcu/tree.c: static bool use_softirq = !IS_ENABLED(CONFIG_PREEMPT_RT); the commit is in the -rcu tree's revision list with 36221e109eb2 (the RCU pull for 5.12, January 2021)",
 			func(c *KnobContext) knob.Value { return knob.BoolValue(knob.MustLookup(knob.UseSoftirq), !c.rt()) }).
 			with(func(l *LineKnob) { l.Check = needsTree }),
 		lk(knob.UnregisterTimeout, "5.13", "5aa3afe107d9", "net: make unregister netdev warning timeout configurable", true,

@@ -98,6 +98,7 @@ in another build, what it does and what it costs elsewhere.`,
 					fmt.Fprintf(&b, "  %-13s %-6s %s\n  %19s %s\n", id, c.Release, c.Title, "", c.Effect)
 				}
 			}
+			b.WriteString("\nthe kernel's own knobs of each line (--param NAME=VALUE), with their defaults and sources: ndst profiles --knobs\n")
 			_, err := fmt.Fprint(g.stdout, b.String())
 			return err
 		},
