@@ -40,7 +40,7 @@ import (
 var (
 	BackendNames = []string{"sim", "netlink"}
 	BatchNames   = []string{"batched", "one-by-one"}
-	PreemptNames = []string{"none", "voluntary", "full"}
+	PreemptNames = []string{"none", "voluntary", "full", "rt"}
 )
 
 // DefaultStrategy in Strategies runs each line's own wait loop
