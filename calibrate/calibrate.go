@@ -90,8 +90,9 @@ type Options struct {
 	Notef func(format string, args ...any)
 	// Progress, when set, is told what is being measured.
 	Progress func(what string)
-	// NoNetns skips the namespace runs (and so the namespace costs).
-	NoNetns bool
+	// NoNetns skips the namespace runs (and so the namespace costs);
+	// NoWorkloads the workload runs (workloads.go).
+	NoNetns, NoWorkloads bool
 }
 
 // MaxDevices bounds the sizes of calibration runs.
@@ -161,6 +162,10 @@ type Report struct {
 	// NetnsFit says what netns_exit_ns was fitted to: "cleanup runs"
 	// (each run's duration) or "cleanup done".
 	NetnsFit string `json:"netns_fit,omitempty"`
+	// Workloads are the workload runs (workloads.go); WorkloadsError says
+	// why there are none.
+	Workloads      []WorkloadPoint `json:"workloads,omitempty"`
+	WorkloadsError string          `json:"workloads_error,omitempty"`
 
 	// Profile is the kernel line that models the host (ProfileWhy says
 	// why) and RCU its RCU implementation: the emulated kernel the table
@@ -405,6 +410,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	case r.NetnsError != "":
 		fmt.Fprintf(&b, "namespaces:      not measured: %s (the namespace costs keep their estimates; ndst predict --netns needs them)\n", r.NetnsError)
+	}
+	switch {
+	case len(r.Workloads) > 0:
+		b.WriteString("workloads:      ")
+		for i, w := range r.Workloads {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %s %d: %s", w.What, w.Count, dur(w.MeasuredNS))
+		}
+		fmt.Fprintf(&b, " (medians of %d)\n", r.Workloads[0].Rounds)
+	case r.WorkloadsError != "":
+		fmt.Fprintf(&b, "workloads:       not measured: %s (their costs keep their estimates)\n", r.WorkloadsError)
 	}
 	if r.Profile != "" {
 		fmt.Fprintf(&b, "emulated as:     line %s, %s RCU (%s)\n", r.Profile, r.RCU, r.ProfileWhy)

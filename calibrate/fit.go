@@ -213,6 +213,9 @@ func (r *Report) fit(ctx context.Context) error {
 	if err := r.fitNetns(ctx, base); err != nil {
 		return err
 	}
+	if err := r.fitWorkloads(ctx, base); err != nil {
+		return err
+	}
 	return r.closure(ctx, base, sizes)
 }
 
@@ -276,6 +279,9 @@ func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) erro
 		r.Closure = append(r.Closure, pt("batched delete", b.Devices, b.P50NS, dels[i]))
 	}
 	if err := r.netnsClosure(ctx, base); err != nil {
+		return err
+	}
+	if err := r.workloadClosure(ctx, base); err != nil {
 		return err
 	}
 	for _, p := range r.Closure {

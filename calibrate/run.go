@@ -82,6 +82,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r.NetnsError = err.Error()
 		}
 	}
+	if !o.NoWorkloads {
+		progress("workloads: devices with addresses, macvlans and VLANs, namespaces with a veth pair")
+		if err := r.measureWorkloads(ctx, b); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			r.WorkloadsError = err.Error()
+		}
+	}
 	r.LoadAvg = append(r.LoadAvg, LoadAvg())
 	if err := r.chooseLine(); err != nil {
 		return nil, err

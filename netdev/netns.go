@@ -465,6 +465,7 @@ func (ns *Namespaces) AddLink(t *sim.Task, n *Netns, tmpl ifname.Template) (*Dev
 func (ns *Namespaces) AddVeth(t *sim.Task, n *Netns, inner string, outer ifname.Template) (in, out *Device, err error) {
 	ns.host.RTNLLock(t)
 	defer ns.host.RTNLUnlock(t)
+	t.Charge(ns.costs.Veth)
 	out, err = ns.host.Register(t, outer)
 	if err != nil {
 		return nil, nil, err

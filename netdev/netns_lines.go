@@ -133,6 +133,9 @@ type NetnsCosts struct {
 	Put    sim.Time // dropping the last reference: umount and close ("netns_put_ns")
 	LoUp   sim.Time // dev_open(lo) with 127.0.0.1 and ::1 and routes ("lo_up_ns")
 	LoDown sim.Time // taking an up lo's addresses and routes down ("lo_down_ns")
+	// Veth is a veth pair's creation across two namespaces beyond its
+	// two registrations ("netns_veth_ns"; 0 unless calibrated).
+	Veth sim.Time
 }
 
 // DefaultNetnsCosts are estimates for the built-in table's machine (an
@@ -161,7 +164,7 @@ func NetnsCostsOf(t *costs.Table) NetnsCosts {
 		}
 	}
 	for key, f := range map[string]*sim.Time{"netns_setup_ns": &c.Setup, "netns_exit_ns": &c.Exit,
-		"netns_put_ns": &c.Put, "lo_up_ns": &c.LoUp, "lo_down_ns": &c.LoDown} {
+		"netns_put_ns": &c.Put, "lo_up_ns": &c.LoUp, "lo_down_ns": &c.LoDown, "netns_veth_ns": &c.Veth} {
 		if v, ok := t.Extra[key]; ok && v >= 0 {
 			*f = sim.Time(v)
 		}

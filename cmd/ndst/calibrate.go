@@ -14,7 +14,7 @@ func init() { subcommands = append(subcommands, newCalibrateCmd) }
 func newCalibrateCmd(g *globalOptions) *cobra.Command {
 	var out string
 	var samples, rounds int
-	var noNetns bool
+	var noNetns, noWorkloads bool
 	cmd := &cobra.Command{
 		Use:   "calibrate [-o FILE]",
 		Short: "Measure this host (grace periods, create and batched-delete costs) and write a cost table for --costs",
@@ -47,7 +47,7 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 			ctx, cancel := signalContext()
 			defer cancel()
 			o := calibrate.Options{
-				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples, Rounds: rounds, NoNetns: noNetns,
+				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples, Rounds: rounds, NoNetns: noNetns, NoWorkloads: noWorkloads,
 				Notef: g.note,
 			}
 			p := g.startProgress("calibrate: measuring this host")
@@ -75,6 +75,7 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cost table to `FILE` (JSON, for --costs FILE)")
 	cmd.Flags().IntVar(&samples, "gp-samples", 200, "number of membarrier calls timed")
 	cmd.Flags().BoolVar(&noNetns, "no-netns", false, "do not measure namespaces (the table then has no namespace costs, which ndst predict --netns needs)")
+	cmd.Flags().BoolVar(&noWorkloads, "no-workloads", false, "do not measure the workloads' costs (devices with addresses, macvlans and VLANs, namespaces with a veth pair), which ndst predict --workloads needs")
 	cmd.Flags().IntVar(&rounds, "rounds", 15, "measured rounds of creates and batched deletes of each size (after one warm-up round); more on a noisy machine")
 	return cmd
 }

@@ -1,0 +1,351 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/ndst-project/ndst/costs"
+	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/ndst/emu"
+	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/netdev"
+)
+
+// The costs of the workloads beyond plain devices and namespaces, measured
+// so that their emulated runs are this host's: devices set up with
+// addresses (created, then deleted as one batch), children of a device
+// (macvlans, and VLANs where the kernel has them: created, deleted as one
+// batch), and namespaces with a veth pair. Each run's cost keys are solved
+// so that the emulated kernel reproduces it (closure), from where the
+// devices' and namespaces' own costs already left the emulated times:
+//
+//   - addresses: one factor on the built-in address costs of each side,
+//     the add's (link_up_ns, addr4_add_ns, addr6_add_ns, anycast_ns) from
+//     the create time of 100 devices each up with one IPv4 and one IPv6
+//     address, the delete's (link_down_ns, addr4_del_ns, addr6_del_ns) from
+//     their batched delete;
+//   - children: vlan_register_ns / macvlan_register_ns from the create of
+//     100 of them on one device, _unregister_ns from their batched delete;
+//   - veth: netns_veth_ns from 100 namespaces with lo up and a veth pair.
+//
+// None of the workloads' one-by-one deletes, streams, lower-device deletes,
+// unshares or churns is an input.
+
+// WorkloadPoint is one workload calibration run: what, how many, and the
+// median of its rounds on the real kernel.
+type WorkloadPoint struct {
+	What       string `json:"what"`
+	Count      int    `json:"count"`
+	MeasuredNS int64  `json:"measured_ns"`
+	Rounds     int    `json:"rounds"`
+}
+
+// The workload runs.
+const (
+	WorkAddrAdd    = "add up with addresses"
+	WorkAddrDel    = "batched delete of up devices with addresses"
+	WorkChildAdd   = "add %ss on a device"
+	WorkChildDel   = "batched delete of %ss"
+	WorkVethNetns  = "netns add with lo up and a veth pair"
+	workloadCount  = 100
+	workloadRounds = 5
+)
+
+// workloadAddrs is how the address runs set each device up.
+var workloadAddrs = ndst.Addrs{Up: true, V4: 1, V6: 1}
+
+// measureWorkloads measures the workload runs, workloadRounds rounds each
+// after a warm-up round, on backend b.
+func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) error {
+	runs := map[string][]int64{}
+	add := func(what string, ns int64) { runs[what] = append(runs[what], ns) }
+	tmpl, _ := ndst.ParseTemplate("wl%d")
+	parentTmpl, _ := ndst.ParseTemplate("wlp%d")
+	kinds := []string{ndst.KindMacvlan, ndst.KindVLAN}
+	supported := map[string]bool{}
+	nsTmpl, err := ndst.ParseNetnsTemplate(fmt.Sprintf("ndst-calw%d-%%d", os.Getpid()))
+	if err != nil {
+		return err
+	}
+	defer func() { _, _ = b.DropNamespaces(nsTmpl) }()
+	for round := -1; round < workloadRounds; round++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		a, err := b.Add(ctx, ndst.AddRequest{Count: workloadCount, Template: tmpl, Kind: "ifb", Addrs: workloadAddrs})
+		if err != nil {
+			return fmt.Errorf("add %d devices with addresses: %w", workloadCount, err)
+		}
+		d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
+		if err != nil {
+			return fmt.Errorf("delete the devices with addresses: %w", err)
+		}
+		if round >= 0 {
+			add(WorkAddrAdd, a.WallNS)
+			add(WorkAddrDel, d.WallNS)
+		}
+		for _, k := range kinds {
+			if round >= 0 && !supported[k] {
+				continue
+			}
+			if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: parentTmpl, Kind: "ifb"}); err != nil {
+				return fmt.Errorf("add a lower device: %w", err)
+			}
+			ca, err := b.Add(ctx, ndst.AddRequest{Count: workloadCount, Kind: k, Parent: parentTmpl.Name(0)})
+			if ndst.IsUsage(err) && round < 0 {
+				// The kernel has no such link type: measured without it.
+				if _, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32}); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("add %d %ss: %w", workloadCount, k, err)
+			}
+			supported[k] = true
+			// The children only, by their ifindexes: one group delete.
+			list, err := b.List(ctx, ndst.ListRequest{})
+			if err != nil {
+				return err
+			}
+			lo, hi := math.MaxInt32, 0
+			for _, dv := range list {
+				if dv.Kind == k {
+					lo, hi = min(lo, dv.Ifindex), max(hi, dv.Ifindex)
+				}
+			}
+			cd, err := b.Del(ctx, ndst.DelRequest{Start: lo, Stop: hi})
+			if err != nil {
+				return fmt.Errorf("delete the %ss: %w", k, err)
+			}
+			if _, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32}); err != nil {
+				return err
+			}
+			if round >= 0 {
+				add(fmt.Sprintf(WorkChildAdd, k), ca.WallNS)
+				add(fmt.Sprintf(WorkChildDel, k), cd.WallNS)
+			}
+		}
+		na, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: workloadCount, Template: nsTmpl, LoUp: true, Veth: true})
+		if err != nil {
+			return fmt.Errorf("create %d namespaces with a veth pair: %w", workloadCount, err)
+		}
+		if _, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: workloadCount, Template: nsTmpl}); err != nil {
+			return fmt.Errorf("delete the namespaces with a veth pair: %w", err)
+		}
+		if round >= 0 {
+			add(WorkVethNetns, na.WallNS)
+		}
+	}
+	r.Workloads = nil
+	whats := []string{WorkAddrAdd, WorkAddrDel}
+	for _, k := range kinds {
+		if supported[k] {
+			whats = append(whats, fmt.Sprintf(WorkChildAdd, k), fmt.Sprintf(WorkChildDel, k))
+		}
+	}
+	whats = append(whats, WorkVethNetns)
+	for _, w := range whats {
+		r.Workloads = append(r.Workloads, WorkloadPoint{What: w, Count: workloadCount, MeasuredNS: median(runs[w]), Rounds: len(runs[w])})
+	}
+	return nil
+}
+
+// emulatedWorkload runs one workload run on the emulated kernel with table
+// t: the median over closureSeeds seeds.
+func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, what string, n int) (int64, error) {
+	var out []int64
+	for seed := uint64(1); seed <= closureSeeds; seed++ {
+		c := base
+		c.Costs, c.Seed, c.Ephemeral = t, seed, true
+		b, err := emu.Open(ctx, c)
+		if err != nil {
+			return 0, err
+		}
+		v, err := runEmulatedWorkload(ctx, b, what, n)
+		b.Close()
+		if err != nil {
+			return 0, err
+		}
+		out = append(out, v)
+	}
+	return median(out), nil
+}
+
+func runEmulatedWorkload(ctx context.Context, b *emu.Backend, what string, n int) (int64, error) {
+	tmpl, _ := ndst.ParseTemplate("wl%d")
+	switch what {
+	case WorkAddrAdd, WorkAddrDel:
+		a, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: "ifb", Addrs: workloadAddrs})
+		if err != nil || what == WorkAddrAdd {
+			return virt(a), err
+		}
+		d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
+		return virt(d), err
+	case WorkVethNetns:
+		a, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: n, LoUp: true, Veth: true})
+		return virt(a), err
+	}
+	for _, k := range []string{ndst.KindMacvlan, ndst.KindVLAN} {
+		if what != fmt.Sprintf(WorkChildAdd, k) && what != fmt.Sprintf(WorkChildDel, k) {
+			continue
+		}
+		pt, _ := ndst.ParseTemplate("wlp%d")
+		if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: pt, Kind: "ifb"}); err != nil {
+			return 0, err
+		}
+		a, err := b.Add(ctx, ndst.AddRequest{Count: n, Kind: k, Parent: "wlp0"})
+		if err != nil || what == fmt.Sprintf(WorkChildAdd, k) {
+			return virt(a), err
+		}
+		d, err := b.Del(ctx, ndst.DelRequest{Start: 2, Stop: math.MaxInt32})
+		return virt(d), err
+	}
+	return 0, fmt.Errorf("unknown workload run %q", what)
+}
+
+func virt(r *ndst.Result) int64 {
+	if r == nil || r.VirtualNS == nil {
+		return 0
+	}
+	return *r.VirtualNS
+}
+
+// workloadKeys are the cost keys each run solves, with their built-in
+// values (the factor scales them together).
+func workloadKeys(what string) []string {
+	switch what {
+	case WorkAddrAdd:
+		return []string{"link_up_ns", "addr4_add_ns", "addr6_add_ns", "anycast_ns"}
+	case WorkAddrDel:
+		return []string{"link_down_ns", "addr4_del_ns", "addr6_del_ns"}
+	case WorkVethNetns:
+		return []string{"netns_veth_ns"}
+	}
+	for _, k := range []string{ndst.KindMacvlan, ndst.KindVLAN} {
+		switch what {
+		case fmt.Sprintf(WorkChildAdd, k):
+			return []string{k + "_register_ns"}
+		case fmt.Sprintf(WorkChildDel, k):
+			return []string{k + "_unregister_ns"}
+		}
+	}
+	return nil
+}
+
+// builtinWorkloadCost is the starting value of a key: the built-in
+// address cost, or 0 (a child or veth costs what its devices cost).
+func builtinWorkloadCost(key string) int64 {
+	d := netdev.DefaultAddrCosts
+	for i, k := range netdev.AddrCostKeys {
+		if k == key {
+			return int64([]int64{int64(d.Up), int64(d.Down), int64(d.Add4), int64(d.Add6), int64(d.Del4), int64(d.Del6), int64(d.Anycat)}[i])
+		}
+	}
+	return 0
+}
+
+// fitWorkloads solves each run's keys on r.Table: the emulated time is
+// about linear in them (CPU charged once per device), so a secant step on
+// the run's error, bounded to at least 0, settles in a few passes.
+func (r *Report) fitWorkloads(ctx context.Context, base emu.Config) error {
+	t := r.Table
+	for _, w := range r.Workloads {
+		keys := workloadKeys(w.What)
+		if len(keys) == 0 || w.MeasuredNS <= 0 {
+			continue
+		}
+		set := func(f float64) {
+			for _, k := range keys {
+				b := builtinWorkloadCost(k)
+				if b == 0 { // an additive cost per device
+					t.Extra[k] = max(0, int64(math.Round(f)))
+				} else {
+					t.Extra[k] = max(0, int64(math.Round(f*float64(b))))
+				}
+			}
+		}
+		// f is a factor on the built-in costs, or the cost itself where
+		// there is none.
+		f0, f1 := 0.0, 1.0
+		if builtinWorkloadCost(keys[0]) == 0 {
+			f1 = 100_000
+		}
+		set(f0)
+		e0, err := emulatedWorkload(ctx, base, t, w.What, w.Count)
+		if err != nil {
+			return fmt.Errorf("calibrate: %s: %w", w.What, err)
+		}
+		r.FitIterations++
+		best, bestErr := f0, math.Abs(float64(e0-w.MeasuredNS))
+		for range 8 {
+			set(f1)
+			e1, err := emulatedWorkload(ctx, base, t, w.What, w.Count)
+			if err != nil {
+				return fmt.Errorf("calibrate: %s: %w", w.What, err)
+			}
+			r.FitIterations++
+			if d := math.Abs(float64(e1 - w.MeasuredNS)); d < bestErr {
+				best, bestErr = f1, d
+			}
+			if e1 == e0 || bestErr < 0.005*float64(w.MeasuredNS) {
+				break
+			}
+			f2 := f1 + (f0-f1)*float64(w.MeasuredNS-e1)/float64(e0-e1)
+			f0, e0, f1 = f1, e1, max(0, f2)
+		}
+		set(best)
+	}
+	for _, w := range r.Workloads {
+		t.Extra["workload_"+slug(w.What)+"_ns"] = w.MeasuredNS
+	}
+	return nil
+}
+
+// workloadClosure adds the workload runs to the closure.
+func (r *Report) workloadClosure(ctx context.Context, base emu.Config) error {
+	for _, w := range r.Workloads {
+		e, err := emulatedWorkload(ctx, base, r.Table, w.What, w.Count)
+		if err != nil {
+			return fmt.Errorf("calibrate: %s closure: %w", w.What, err)
+		}
+		p := ClosurePoint{What: w.What, Devices: w.Count, MeasuredNS: w.MeasuredNS, EmulatedNS: e}
+		if w.MeasuredNS > 0 {
+			p.Error = float64(e-w.MeasuredNS) / float64(w.MeasuredNS)
+		}
+		r.Closure = append(r.Closure, p)
+	}
+	return nil
+}
+
+// HasWorkloadCosts reports whether a table carries every workload key of
+// its calibration (the address, veth and macvlan costs).
+func HasWorkloadCosts(t *costs.Table) bool {
+	if t == nil {
+		return false
+	}
+	for _, k := range slices.Concat(workloadKeys(WorkAddrAdd), workloadKeys(WorkAddrDel), workloadKeys(WorkVethNetns)) {
+		if _, ok := t.Extra[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// slug is a run's name as a key: letters and digits, '_' between words.
+func slug(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			b = append(b, c)
+		case len(b) > 0 && b[len(b)-1] != '_':
+			b = append(b, '_')
+		}
+	}
+	return string(b)
+}
