@@ -268,3 +268,22 @@ func TestRunOnHost(t *testing.T) {
 	}
 	t.Logf("\n%s", buf.String())
 }
+
+func TestMissesNameTheMechanism(t *testing.T) {
+	r := &Report{Closure: []ClosurePoint{
+		{What: "create", Devices: 300, Error: 0.01},
+		{What: "batched delete", Devices: 100, Error: -0.10},
+		{What: "batched delete", Devices: 300, Error: -0.002},
+		{What: NetnsReturned, Devices: 40, Error: -0.3},
+		{What: "netns cleanup done", Devices: 40, Error: -0.2},
+	}}
+	m := r.Misses()
+	if len(m) != 2 || !strings.Contains(m[0], "batched delete 100 (-10.0%): only this batch size misses") ||
+		!strings.Contains(m[1], "netns cleanup done 40 (-20.0%): the cleanup_net runs") {
+		t.Errorf("Misses() = %q, want the batched delete of 100 (alone) and the cleanup runs named, the ungated deletes and the closed runs left out", m)
+	}
+	r.Closure[2].Error = -0.08
+	if m := r.Misses(); len(m) != 3 || !strings.Contains(m[0], "both batch sizes miss the same way") || !strings.Contains(m[0], "unmeasured") {
+		t.Errorf("Misses() = %q, want both batch sizes named as the fixed, tick-bound part", m)
+	}
+}

@@ -329,10 +329,13 @@ func (r *Report) Misses() []string {
 		case "create":
 			m = "the per-device register cost, fitted to the creates' median, does not give their time back: the create runs of this calibration spread more than the fit can follow"
 		case "batched delete":
-			sameSign := len(dels) == 2 && (dels[0].Error > 0) == (dels[1].Error > 0)
-			if sameSign {
+			both := len(dels) == 2 && math.Abs(dels[0].Error) > ClosureLimit && math.Abs(dels[1].Error) > ClosureLimit
+			switch {
+			case !both:
+				m = "only this batch size misses: its runs spread (where in the tick each starts, and other work on the machine), and the fit, on the medians of both sizes, follows the other"
+			case (dels[0].Error > 0) == (dels[1].Error > 0):
 				m = "both batch sizes miss the same way: the fixed part of a batched delete (its two expedited grace periods and netdev_run_todo's rcu_barrier(), which end on ticks) is not the host's; a grace period here took " + r.gpNote()
-			} else {
+			default:
 				m = "the two batch sizes miss in opposite directions: the delete time is not the fitted line (unregister and free per device plus unregister_batch) between them; the runs of one size spread (where in the tick each starts)"
 			}
 		case "netns add":
