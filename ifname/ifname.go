@@ -58,7 +58,30 @@ func ParseTemplate(s string) (Template, error) {
 	if err := ValidateName(t.Name(0)); err != nil {
 		return Template{}, fmt.Errorf("name template %q: %w", s, err)
 	}
+	if p := HostileProblem(t.Name(0)); p != "" {
+		return Template{}, fmt.Errorf("name template %q: its names %s", s, p)
+	}
 	return t, nil
+}
+
+// HostileProblem says why ndst does not create the device name name,
+// which the kernel accepts, or "" when it does: a name beginning with '-'
+// is read as an option by ip(8) and most command lines; one beginning
+// with '.' is hidden from a listing of /sys/class/net; one of digits alone
+// is taken for an ifindex by commands that accept either (ndst's own
+// --hold HOLDER@DEVICE among them). It reports on one name; for a
+// template, Name(0) speaks for every number (the prefix, and whether the
+// rest is digits, are the same).
+func HostileProblem(name string) string {
+	switch {
+	case strings.HasPrefix(name, "-"):
+		return "begin with '-', which ip(8) and most command lines read as an option"
+	case strings.HasPrefix(name, "."):
+		return "begin with '.', which hides them from a listing of /sys/class/net"
+	case name != "" && strings.Trim(name, "0123456789") == "":
+		return "are all digits, which commands that take a name or an ifindex (ndst's own --hold HOLDER@DEVICE) read as an ifindex"
+	}
+	return ""
 }
 
 // String returns the template in its %d form.

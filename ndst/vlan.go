@@ -77,5 +77,8 @@ func VLANName(parent string, id int, t Template) (string, error) {
 	if err := ifname.ValidateName(name); err != nil {
 		return "", Usagef("VLAN name %s: %v; name them with --name (its %%d is the id)", name, err)
 	}
+	if p := ifname.HostileProblem(name); p != "" {
+		return "", Usagef("VLAN name %s: such names %s; name them with --name (its %%d is the id)", name, p)
+	}
 	return name, nil
 }

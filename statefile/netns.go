@@ -48,8 +48,9 @@ const minPair = 4
 // NetnsNameProblem returns why name cannot name a network namespace, or ""
 // when it can: 1..64 bytes of valid UTF-8 made of letters (with their
 // combining marks) and digits of any script, '_', '.' and '-', not "." and
-// without "..", so that it is one plain file name under /run/netns that
-// prints as it is. The command line and both backends use the same rule.
+// without "..", not beginning with '-' or '.', so that it is one plain,
+// listed file name under /run/netns that prints as it is and that no
+// command line takes for an option. The command line and both backends use the same rule.
 func NetnsNameProblem(name string) string {
 	switch {
 	case name == "":
@@ -60,6 +61,10 @@ func NetnsNameProblem(name string) string {
 		return "the name is reserved"
 	case strings.Contains(name, ".."):
 		return `it contains ".."`
+	case name[0] == '-':
+		return "it begins with '-', which ip(8) and most command lines read as an option (ip netns exec -x)"
+	case name[0] == '.':
+		return "it begins with '.', which hides it from a listing of /run/netns"
 	}
 	for i, r := range name {
 		if r == utf8.RuneError {

@@ -244,6 +244,14 @@ func (e *FormatError) Error() string {
 // Unwrap returns ErrCorrupt, ErrVersion or ErrForeign.
 func (e *FormatError) Unwrap() error { return e.kind }
 
+// Corrupt is the error of a backend that finds, in a state file that
+// decodes, what it cannot take: flag bits it does not define, a
+// combination that cannot be. It is a *FormatError wrapping ErrCorrupt,
+// named and with the fix like every other.
+func Corrupt(path, reason string) error {
+	return &FormatError{Path: path, Reason: reason, kind: ErrCorrupt}
+}
+
 func corruptf(format string, args ...any) *FormatError {
 	return &FormatError{Reason: fmt.Sprintf(format, args...), kind: ErrCorrupt}
 }

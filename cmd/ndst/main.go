@@ -75,13 +75,23 @@ func exitCode(g *globalOptions, out *countingWriter, cmd *cobra.Command, err err
 	}
 	fmt.Fprintf(g.stderr, "ndst: %v\n", err)
 	if g.json && out.n == 0 {
-		op := "ndst"
-		if cmd != nil && cmd.HasParent() {
-			op = cmd.Name()
-		}
-		_ = writeJSON(out, errorJSON{Op: op, Result: ndst.ResultError, Error: err.Error(), ExitCode: code})
+		_ = writeJSON(out, errorJSON{Op: opName(cmd), Result: ndst.ResultError, Error: err.Error(), ExitCode: code})
 	}
 	return code
+}
+
+// opName is the op of a command's JSON answers: its path below ndst, words
+// joined by "-" ("add", "netns-add", "help-counters"), as its results name
+// themselves; "ndst" for the root.
+func opName(cmd *cobra.Command) string {
+	var words []string
+	for c := cmd; c != nil && c.HasParent(); c = c.Parent() {
+		words = append([]string{c.Name()}, words...)
+	}
+	if len(words) == 0 {
+		return "ndst"
+	}
+	return strings.Join(words, "-")
 }
 
 // errorJSON is the --json answer of a command that failed before it could

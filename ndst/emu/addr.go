@@ -21,6 +21,23 @@ const (
 	flagLinkMask    = flagForwarding6 | flagKindMask | 0xff<<flagV4Shift | 0xff<<flagV6Shift
 )
 
+// knownFlags are every flag bit a state file's device may carry.
+const knownFlags = flagUp | flagLoopback | flagVeth | flagLinkMask
+
+// checkFlags refuses a device's flags with a bit this ndst does not define
+// (a newer ndst's, or damage the checksum did not catch), or lo and veth
+// at once: a state so read would restore a device other than the one
+// saved.
+func checkFlags(d statefile.Device) string {
+	switch {
+	case d.Flags&^knownFlags != 0:
+		return fmt.Sprintf("device %s (ifindex %d) has flag bits %#x that this ndst does not define", d.Name, d.Ifindex, d.Flags&^knownFlags)
+	case d.Flags&flagLoopback != 0 && d.Flags&flagVeth != 0:
+		return fmt.Sprintf("device %s (ifindex %d) is marked both lo and a veth end (flags %#x)", d.Name, d.Ifindex, d.Flags)
+	}
+	return ""
+}
+
 // linkFlags encodes a device's configuration; for a device the namespace
 // layer knows (lo, a veth end) only its address bits are used.
 func linkFlags(c netdev.LinkConfig) uint32 {

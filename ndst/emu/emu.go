@@ -271,6 +271,10 @@ func Open(ctx context.Context, c Config) (*Backend, error) {
 		_ = b.lock.Unlock()
 		return nil, err
 	}
+	if err := b.checkStateFlags(); err != nil {
+		_ = b.lock.Unlock()
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -756,7 +760,10 @@ func counters(k *kernel) map[string]int64 {
 	es := k.e.Stats()
 	var busy, idleIRQ int64
 	for _, c := range k.e.CPUs() {
-		busy += int64(c.Busy[sim.ModeKernel] + c.Busy[sim.ModeUser] + c.Busy[sim.ModeIRQ])
+		// A charge is accounted when it starts; a run stopped (a lockup,
+		// the give-up) in the middle of one did not run its rest, which
+		// is left out: a CPU is never busier than the run is long.
+		busy += min(int64(c.Busy[sim.ModeKernel]+c.Busy[sim.ModeUser]+c.Busy[sim.ModeIRQ]), int64(k.e.Now()))
 		idleIRQ += int64(c.Busy[sim.ModeIRQ])
 	}
 	m := map[string]int64{

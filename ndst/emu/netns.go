@@ -121,6 +121,29 @@ func (k *kernel) restore(d statefile.Device) error {
 	return err
 }
 
+// checkStateFlags refuses a state whose devices or namespaces carry flag
+// bits this ndst does not define (checkFlags; namespaces define none), as
+// a corrupt state file: nothing is restored from it.
+func (b *Backend) checkStateFlags() error {
+	bad := func(reason string) error { return statefile.Corrupt(b.r.cfg.StatePath, reason) }
+	for _, d := range b.state.Devices {
+		if why := checkFlags(d); why != "" {
+			return bad(why)
+		}
+	}
+	for _, ns := range b.state.Namespaces {
+		if ns.Flags != 0 {
+			return bad(fmt.Sprintf("namespace %s has flag bits %#x that this ndst does not define", ns.Name, ns.Flags))
+		}
+		for _, d := range ns.Devices {
+			if why := checkFlags(d); why != "" {
+				return bad("namespace " + ns.Name + ": " + why)
+			}
+		}
+	}
+	return nil
+}
+
 // bootNetns restores the persisted namespaces and veth pairs, and moves
 // k.reg to the namespace the command acts in.
 func (b *Backend) bootNetns(ctx context.Context, k *kernel) error {

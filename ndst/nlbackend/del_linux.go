@@ -101,11 +101,59 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("del interrupted: %w", err)
+			counted := b.recount(res, sel)
+			switch {
+			case !counted && w.inFlight > 0:
+				return fail(res, fmt.Errorf("%w (deleted %d of %d devices, and the request in flight, %s, goes on in the kernel, which does not stop a delete half way; "+
+					"'ndst list' shows what is left, and a rerun deletes it)", err, res.Count, len(sel), w.inFlightWhat))
+			case counted && res.Count >= len(sel):
+				return fail(res, fmt.Errorf("%w, but the request in flight finished in the kernel: all %d devices were deleted", err, len(sel)))
+			}
 		}
 		return fail(res, fmt.Errorf("%w (deleted %d of %d devices; a rerun continues)", err, res.Count, len(sel)))
 	}
 	b.log.Debug("del", zap.Int("count", res.Count), zap.Bool("batched", res.Batched), zap.Duration("wall", time.Duration(res.WallNS)))
 	return res, nil
+}
+
+// recountTimeout bounds the listing of an interrupted delete's recount,
+// so that a signal still ends the command within a second or so.
+const recountTimeout = 700 * time.Millisecond
+
+// recount corrects the count of an interrupted delete: the request in
+// flight when the signal came was not acknowledged, yet the kernel goes on
+// with it, so the devices of sel that a listing taken afterwards no longer
+// shows (less those someone else removed, counted as vanished) are the
+// ones deleted. Without the listing (it timed out) the count stays at the
+// acknowledged requests, and a note says it may be short by one request;
+// recount then returns false.
+func (b *Backend) recount(res *ndst.Result, sel []link) bool {
+	var links []link
+	err := b.bounded(recountTimeout+100*time.Millisecond, "list links", func() error {
+		var err error
+		links, err = b.c.dumpLinks(1, recountTimeout)
+		return err
+	})
+	if err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("the count is of the acknowledged requests: the one in flight when interrupted may have deleted more (listing afterwards failed: %v)", err))
+		return false
+	}
+	present := make(map[int]bool, len(links))
+	for _, l := range links {
+		present[l.Index] = true
+	}
+	gone := 0
+	for _, l := range sel {
+		if !present[l.Index] {
+			gone++
+		}
+	}
+	gone -= int(res.Counters["vanished"])
+	if gone > res.Count {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s more than acknowledged: the request in flight when interrupted went on in the kernel (counted from a listing afterwards)", plural(gone-res.Count, "device")))
+		res.Count = gone
+	}
+	return true
 }
 
 // giveUpAfter is how long one delete request of n devices is waited for:
@@ -247,7 +295,7 @@ func (b *Backend) delBatch(ctx context.Context, w *watch, giveUp time.Duration, 
 			n = moved
 		}
 		r, err := w.call(ctx, sender.Request{Op: sender.OpNetlink, File: senderSocket, Seq: seq, Data: m.b},
-			giveUpAfter(giveUp, n), phase.Unregister, fmt.Sprintf("%s in one batch (%s)", plural(n, "device"), groupNames(sel, group, len(groups) == 1)))
+			giveUpAfter(giveUp, n), phase.Unregister, fmt.Sprintf("%s in one batch (%s)", plural(n, "device"), groupNames(sel, group, len(groups) == 1)), n)
 		if err == nil {
 			err = r.Err()
 			del += r.T1 - r.T0
@@ -382,7 +430,7 @@ func (b *Backend) delOneByOne(ctx context.Context, w *watch, giveUp time.Duratio
 		}
 		gone[l.Index] = true
 		r, err := w.call(ctx, sender.Request{Op: sender.OpLinkDel, File: senderNetns, Ifindex: int32(l.Index)},
-			giveUpAfter(giveUp, n), phase.Unregister, what)
+			giveUpAfter(giveUp, n), phase.Unregister, what, n)
 		requests++
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", what, err)

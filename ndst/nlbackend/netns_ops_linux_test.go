@@ -115,6 +115,11 @@ func TestNetnsInterrupted(t *testing.T) {
 		t.Fatalf("NetnsAdd cancelled = %+v, %v; want some but not all created, and the interruption", r, err)
 	}
 	made := r.Count
+	// A rerun of the same command would add 300 more: the hint names the
+	// count that adds the rest.
+	if hint := fmt.Sprintf("`ndst --backend netlink netns add %d` adds the rest", 300-made); !strings.Contains(err.Error(), hint) {
+		t.Errorf("NetnsAdd cancelled: %v; want it to say %s", err, hint)
+	}
 	list, err := b.NetnsList(context.Background(), ndst.NetnsListRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -412,3 +412,61 @@ func TestLeftoversOfAKilledNdst(t *testing.T) {
 		t.Errorf("NetnsDel after reset = %+v, %v; want ndst's 2 deleted, the 2 others skipped", r, err)
 	}
 }
+
+// TestInterruptedDeleteCountsWhatIsGone: a one-by-one delete cancelled in
+// the middle (most of its time is inside the kernel's requests, so the
+// cancel lands on one in flight) reports exactly the devices that are gone
+// afterwards, the request in flight included; it once reported one fewer.
+func TestInterruptedDeleteCountsWhatIsGone(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	for try := range 3 {
+		mustAdd(t, b, ndst.AddRequest{Count: 300})
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Duration(150+100*try)*time.Millisecond, cancel)
+		r, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1 << 30, OneByOne: true})
+		cancel()
+		if !errors.Is(err, context.Canceled) || r == nil {
+			t.Fatalf("try %d: Del cancelled = %+v, %v; want the interruption", try, r, err)
+		}
+		owned, _ := names(mustList(t, b))
+		if r.Count != 300-len(owned) {
+			t.Errorf("try %d: the interrupted delete reports %d deleted, but %d of 300 are gone (notes %q)", try, r.Count, 300-len(owned), r.Notes)
+		}
+		t.Logf("try %d: %d deleted before the interruption; notes %q", try, r.Count, r.Notes)
+		if len(owned) > 0 {
+			if _, err := b.Del(context.Background(), ndst.DelRequest{Start: 1, Stop: 1 << 30}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestInterruptedBatchDeleteIsTrue: a batched delete interrupted while the
+// kernel works on it (it does not stop a batch half way, and holds RTNL,
+// so not even a listing answers) says that the request in flight goes on,
+// naming it, instead of reporting its devices as not deleted; when the
+// batch ends within the interruption's grace, the count is exact.
+func TestInterruptedBatchDeleteIsTrue(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	const n = 10000
+	mustAdd(t, b, ndst.AddRequest{Count: n})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	r, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1 << 30})
+	cancel()
+	if err == nil {
+		t.Skipf("the batch of %d ended before the interruption (%+v)", n, r)
+	}
+	b.Close()
+	b2, oerr := Open(context.Background(), Options{Netns: b.o.Netns, NoCreate: true})
+	if oerr != nil {
+		t.Fatal(oerr)
+	}
+	defer b2.Close()
+	owned, _ := names(mustList(t, b2))
+	gone := n - len(owned)
+	t.Logf("interrupted: %v; %d of %d gone afterwards", err, gone, n)
+	if r.Count != gone && !strings.Contains(err.Error(), "the request in flight, 10000 devices in one batch") {
+		t.Errorf("an interrupted batch reported %d deleted (%v), but %d are gone; want the count exact or the request in flight named", r.Count, err, gone)
+	}
+}

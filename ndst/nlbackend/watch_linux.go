@@ -49,6 +49,11 @@ type watch struct {
 	// and since when.
 	stuck    string
 	stuckFor time.Duration
+	// inFlight is the devices of the request an interruption left inside
+	// the kernel (the sender gave up waiting for its reply), and what it
+	// deleted: the kernel finishes it regardless.
+	inFlight     int
+	inFlightWhat string
 }
 
 // startWatch starts watching a teardown command whose result is res.
@@ -112,7 +117,7 @@ const (
 
 // call hands one request to the sender, waiting at most giveUp; running is
 // the phase of its CPU work, what names what it deletes for a stuck report.
-func (w *watch) call(ctx context.Context, q sender.Request, giveUp time.Duration, running, what string) (sender.Reply, error) {
+func (w *watch) call(ctx context.Context, q sender.Request, giveUp time.Duration, running, what string, n int) (sender.Reply, error) {
 	if w.smp != nil {
 		w.smp.SetActive(true)
 	}
@@ -126,6 +131,8 @@ func (w *watch) call(ctx context.Context, q sender.Request, giveUp time.Duration
 		if w.smp != nil {
 			w.smp.Window(stacks.Window{T0: r.T0, T1: r.T1, CPU0: r.CPU0, CPU1: r.CPU1, Running: running})
 		}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		w.inFlight, w.inFlightWhat = n, what
 	case errors.Is(err, sender.ErrGaveUp):
 		now := sender.Monotonic()
 		w.busy += now - w.snd.Sent
