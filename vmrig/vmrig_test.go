@@ -216,6 +216,10 @@ func fakeDeb(t *testing.T, dir, name string, files map[string]string) string {
 		if rel, ok := strings.CutPrefix(p, "boot/config-"); ok {
 			fakeBzImage(t, filepath.Join(root, "boot", "vmlinuz-"+rel), rel)
 		}
+		if rest, ok := strings.CutPrefix(p, "usr/lib/modules/"); ok && strings.HasSuffix(rest, "/config") {
+			rel := strings.TrimSuffix(rest, "/config")
+			fakeBzImage(t, filepath.Join(root, "usr/lib/modules", rel, "vmlinuz"), rel)
+		}
 	}
 	deb := filepath.Join(dir, name+".deb")
 	if out, err := exec.Command("dpkg-deb", "-b", "-Zgzip", root, deb).CombinedOutput(); err != nil {
@@ -274,6 +278,10 @@ func TestVMRunBadInput(t *testing.T) {
 	debNoKernel := fakeDeb(t, dir, "nokernel", nil)
 	debNoDummy := fakeDeb(t, dir, "nodummyk", map[string]string{"boot/config-9.9.9-deb": "CONFIG_HZ=100\n"})
 	debNoHeaders := fakeDeb(t, dir, "linux-image-9.9.9-ndst-test", map[string]string{"boot/config-9.9.9-ndst-test": "CONFIG_HZ=100\nCONFIG_DUMMY=y\n"})
+	// A split image's layout (Debian 7.x: vmlinuz and config under
+	// usr/lib/modules/RELEASE), a 7.x release built lazy.
+	split := fakeDeb(t, dir, "linux-binary-7.9.9-split", map[string]string{
+		"usr/lib/modules/7.9.9-split/config": "CONFIG_HZ=250\nCONFIG_DUMMY=y\nCONFIG_PREEMPT_LAZY=y\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_ARCH_HAS_PREEMPT_LAZY=y\n"})
 	env := []string{"NDST_VM_CACHE=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
 	// apt through a proxy that refuses connections: Debian's registry is unreachable.
 	badAPT := filepath.Join(dir, "apt.conf")
@@ -305,6 +313,9 @@ func TestVMRunBadInput(t *testing.T) {
 		{"package apt does not know", []string{"--fetch-only", "--package", "linux-image-ndst-no-such-flavour"}, []string{"NDST_VM_CACHE=" + filepath.Join(dir, "emptycache")},
 			KindKernel, "cannot resolve linux-image-ndst-no-such-flavour"},
 		{"bad timeout", []string{"--timeout", "-1", "--", "list"}, nil, KindUsage, "--timeout '-1'"},
+		{"bad suite", []string{"--fetch-only", "--suite", "Bad_Suite"}, nil, KindUsage, "--suite: not a Debian suite name"},
+		{"split image, 7.x boots full and lazy", []string{"--fetch-only", "--preempt", "none", "--kernel", split}, nil, KindUsage,
+			"--preempt none: kernel 7.9.9-split boots full, lazy only"},
 		{"no command", []string{"--cpus", "1"}, nil, KindUsage, "no command given"},
 		{"empty command", []string{"--", "list", ";;", ";;", "list"}, nil, KindUsage, "empty command"},
 		{"unknown option", []string{"--smp", "2", "--", "list"}, nil, KindUsage, "unknown option '--smp'"},
