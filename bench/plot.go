@@ -60,6 +60,7 @@ type chart struct {
 	panels    []chartPanel
 	unit      timeUnit
 	livelocks int  // cells without a completed run
+	na        int  // cells the line cannot run (n/a): marked, not drawn
 	netns     bool // namespace cells: N counts namespaces
 }
 
@@ -147,7 +148,21 @@ func planChart(rs []Record) chart {
 			vary = append(vary, i)
 		}
 	}
+	prDim := dimIndex("profile")
+	var simRs []Record
+	for _, r := range rs {
+		if r.Backend == "sim" {
+			simRs = append(simRs, r)
+		}
+	}
 	switch {
+	case len(distinct(simRs, prDim)) > 1:
+		// Kernels are compared on one axis: the profile always names a
+		// series, with the strategy when both fit in the palette.
+		ch.seriesDim = []int{prDim}
+		if slices.Contains(vary, stDim) && len(distinct(rs, prDim))*len(distinct(rs, stDim)) <= len(palette) {
+			ch.seriesDim = []int{stDim, prDim}
+		}
 	case slices.Contains(vary, stDim):
 		ch.seriesDim = []int{stDim}
 	default:
@@ -178,11 +193,28 @@ func planChart(rs []Record) chart {
 			if l == "" {
 				l = r.Batch
 			}
+			if ranUnbatched(r) && slices.Contains(ch.seriesDim, prDim) && slices.Contains(ch.seriesDim, dimIndex("batch")) {
+				l += " (one by one: no batched unregister)"
+			}
 			ch.series = append(ch.series, chartSeries{label: l, names: []string{l}, key: sk})
 		}
 		if _, ok := pIdx[pk]; !ok {
 			pIdx[pk] = len(ch.panels)
 			ch.panels = append(ch.panels, chartPanel{title: label(r.Cell, ch.panelDim), key: pk})
+		}
+	}
+	// A "batched" panel holding lines that delete one by one says which.
+	if slices.Contains(ch.panelDim, dimIndex("batch")) {
+		unb := map[string][]string{}
+		for _, r := range rs {
+			if pk := keyOf(r.Cell, ch.panelDim); ranUnbatched(r) && !slices.Contains(unb[pk], r.Profile) {
+				unb[pk] = append(unb[pk], r.Profile)
+			}
+		}
+		for i, pn := range ch.panels {
+			if ps := unb[pn.key]; len(ps) > 0 {
+				ch.panels[i].title += fmt.Sprintf(" (one by one on %s: no batched unregister)", strings.Join(ps, ", "))
+			}
 		}
 	}
 	var ys []float64
@@ -194,7 +226,11 @@ func planChart(rs []Record) chart {
 	for _, r := range rs {
 		p, s := &ch.panels[pIdx[keyOf(r.Cell, ch.panelDim)]], sIdx[keyOf(r.Cell, ch.seriesDim)]
 		if r.NotApplicable != "" {
-			continue // the line lacks what the cell needs: nothing to draw
+			// The line lacks what the cell needs: marked, not drawn.
+			p.failed[s] = append(p.failed[s], float64(r.Count))
+			p.failWhy[s] = "n/a"
+			ch.na++
+			continue
 		}
 		if r.OK == 0 {
 			p.failed[s] = append(p.failed[s], float64(r.Count))
@@ -382,7 +418,7 @@ func (rep *Report) SavePlot(path string) error {
 	}
 	ch := planChart(rep.Results)
 	ch.netns = rep.unitName() == "namespace"
-	if ch.livelocks == len(rep.Results) {
+	if ch.livelocks+ch.na == len(rep.Results) {
 		return fmt.Errorf("plot %s: no cell completed a run; nothing to draw", path)
 	}
 	title := rep.plotTitle(ch)
@@ -480,9 +516,19 @@ func (rep *Report) plotTitle(ch chart) []string {
 		}
 	}
 	_, fixed := varying(rep.Results)
+	var unbatched []string
+	for _, r := range rep.Results {
+		if ranUnbatched(r) && !slices.Contains(unbatched, r.Profile) {
+			unbatched = append(unbatched, r.Profile)
+		}
+	}
 	var keep []string
 	for _, f := range fixed {
-		if !strings.HasPrefix(f, "N=") {
+		switch {
+		case strings.HasPrefix(f, "N="):
+		case f == "batched" && len(unbatched) > 0:
+			keep = append(keep, fmt.Sprintf("batched (one by one on %s, which has no batched unregister)", strings.Join(unbatched, ", ")))
+		default:
 			keep = append(keep, f)
 		}
 	}
@@ -495,9 +541,33 @@ func (rep *Report) plotTitle(ch chart) []string {
 	}
 	lines = append(lines, strings.TrimPrefix(sub, "; "))
 	if ch.livelocks > 0 {
-		lines = append(lines, fmt.Sprintf("%d cell(s) without a completed run (livelock or error) are marked, not drawn", ch.livelocks))
+		lines = append(lines, fmt.Sprintf("%d cell(s) without a completed run (livelock or error) are marked ×, not drawn", ch.livelocks))
+	}
+	if ch.na > 0 {
+		lines = append(lines, fmt.Sprintf("%d cell(s) their kernel line cannot run (n/a: %s) are marked ×, not drawn", ch.na, naWhat(rep.Results)))
 	}
 	return lines
+}
+
+// ranUnbatched reports a cell asked to delete as one batch on a line that
+// deletes one by one (no unregister_netdevice_many before 2.6.33).
+func ranUnbatched(r Record) bool {
+	return r.Backend == "sim" && r.Batch == "batched" && !r.Batched && r.Runs > 0 && r.NotApplicable == ""
+}
+
+// naWhat names the n/a cells compactly: "expedited on 2.6.31".
+func naWhat(rs []Record) string {
+	var out []string
+	for _, r := range rs {
+		if r.NotApplicable == "" {
+			continue
+		}
+		w := r.Strategy + " on " + r.Profile
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // yRange is the range of every panel's y axis, so that panels compare.

@@ -15,7 +15,7 @@ import (
 
 // rec is a completed record of a cell with the given per-device time.
 func rec(c Cell, perDevice float64) Record {
-	return Record{Cell: c, Runs: 1, OK: 1, MeanNS: perDevice * float64(c.Count), PerDeviceNS: perDevice}
+	return Record{Cell: c, Runs: 1, OK: 1, MeanNS: perDevice * float64(c.Count), PerDeviceNS: perDevice, Batched: c.Batch == "batched"}
 }
 
 func cellOf(strategy string, cpus int, batch string, n int) Cell {
@@ -206,5 +206,60 @@ func TestBarsOnlyForCellsOfThePanel(t *testing.T) {
 	}
 	if !slices.Equal(bars, []string{"real kernel"}) {
 		t.Errorf("the netlink panel has bars %q, want only [real kernel]", bars)
+	}
+}
+
+// TestPlotKernelsOnOneAxis: several kernel lines are series of one panel,
+// not a panel each; a cell the line cannot run is counted and marked (n/a),
+// not dropped; a "batched" cell of a line that deletes one by one says so.
+func TestPlotKernelsOnOneAxis(t *testing.T) {
+	var rs []Record
+	for i, pr := range []string{"2.6.31", "2.6.32", "6.18"} {
+		for j, st := range []string{"tick", "expedited"} {
+			for _, n := range []int{100, 1000} {
+				c := cellOf(st, 1, "batched", n)
+				c.Profile = pr
+				r := rec(c, float64(1+i+3*j)*1e6)
+				r.Batched = pr == "6.18"
+				if st == "expedited" && pr == "2.6.31" {
+					r = Record{Cell: c, Runs: 0, NotApplicable: "no synchronize_rcu_expedited on 2.6.31"}
+				}
+				rs = append(rs, r)
+			}
+		}
+	}
+	ch := planChart(rs)
+	if len(ch.panels) != 1 {
+		t.Fatalf("%d panels, want the kernels on one axis", len(ch.panels))
+	}
+	var labels []string
+	for _, s := range ch.series {
+		labels = append(labels, s.label)
+	}
+	if len(ch.series) != 6 || !slices.Contains(labels, "tick, profile 2.6.32") {
+		t.Errorf("series %q; want strategy × profile", labels)
+	}
+	if ch.na != 2 {
+		t.Errorf("n/a cells counted %d, want 2 (expedited on 2.6.31 at both N)", ch.na)
+	}
+	rep := &Report{Results: rs, Matrix: Matrix{Runs: 1}}
+	title := strings.Join(rep.plotTitle(ch), "\n")
+	for _, want := range []string{"one by one on 2.6.31, 2.6.32", "2 cell(s) their kernel line cannot run (n/a: expedited on 2.6.31)"} {
+		if !strings.Contains(title, want) {
+			t.Errorf("title lacks %q:\n%s", want, title)
+		}
+	}
+	if err := rep.SavePlot(filepath.Join(t.TempDir(), "k.svg")); err != nil {
+		t.Errorf("SavePlot: %v", err)
+	}
+	// With the batch mode varying, the batched panel says which lines
+	// deleted one by one.
+	for _, r := range slices.Clone(rs) {
+		r.Batch, r.Batched = "one-by-one", false
+		rs = append(rs, r)
+	}
+	ch = planChart(rs)
+	if len(ch.panels) != 2 || !strings.Contains(ch.panels[0].title, "batched (one by one on 2.6.31, 2.6.32") || strings.Contains(ch.panels[1].title, "(") {
+		t.Errorf("panels %q, %q; want the batched one to name the lines that deleted one by one", ch.panels[0].title, ch.panels[1].title)
 	}
 }
