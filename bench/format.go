@@ -528,6 +528,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if rep.ShowPhases {
 		rep.writePhases(&b)
 	}
+	for _, s := range rep.Summary {
+		b.WriteString("summary: " + s + "\n")
+	}
 	for _, wn := range groupWarnings(rep.Warnings) {
 		b.WriteString("warning: " + wn + "\n")
 	}

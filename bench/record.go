@@ -62,6 +62,9 @@ type Record struct {
 	// NotApplicable says why the cell was not run: the kernel line lacks
 	// what it needs (a strategy's primitive, an RCU flavour).
 	NotApplicable string `json:"not_applicable,omitempty"`
+	// Outliers counts the real-kernel runs whose time is a statistical
+	// outlier (hyperfine.go).
+	Outliers int `json:"outliers,omitempty"`
 
 	Warnings []string `json:"warnings,omitempty"`
 	Samples  []Sample `json:"samples"`
@@ -82,6 +85,9 @@ type Report struct {
 	// Notes explain what the table shows, such as rows that are identical
 	// and why (see sameStrategyNotes).
 	Notes []string `json:"notes,omitempty"`
+	// Summary says, per N of the real kernel, how many times faster its
+	// fastest cell ran than the others (hyperfine.go).
+	Summary []string `json:"summary,omitempty"`
 	// WallNS is how long the whole bench took.
 	WallNS int64 `json:"wall_ns"`
 	// ShowPhases makes the table print each cell's phases too.
@@ -139,9 +145,16 @@ func newReport(s *Spec, cells []Cell, samples [][]Sample) *Report {
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		r.Warnings = warnings(r, samples[i], s.Runs)
+		if w := outlierWarning(r, samples[i]); w != "" {
+			r.Warnings = append(r.Warnings, w)
+		}
 		rep.Warnings = append(rep.Warnings, r.Warnings...)
 	}
+	rep.Summary = summaries(rep.Results)
 	rep.Notes = sameStrategyNotes(rep.Results)
+	if s.Warmup > 0 && slices.Contains(s.Backends, "netlink") {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("each real-kernel cell ran %d warm-up run(s) first, not measured (--warmup)", s.Warmup))
+	}
 	seenNA := map[string]bool{}
 	for _, r := range rep.Results {
 		if r.NotApplicable != "" && !seenNA[r.NotApplicable] {

@@ -391,6 +391,12 @@ func (s *Spec) runNetlink(ctx context.Context, cells []Cell, idx []int, samples 
 	}
 	for _, i := range idx {
 		c := cells[i]
+		for range s.Warmup {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("bench interrupted: %w", err)
+			}
+			_ = s.runReal(ctx, b, c, s.Seed)
+		}
 		for r := range s.Runs {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("bench interrupted: %w", err)

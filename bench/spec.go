@@ -72,6 +72,9 @@ type Spec struct {
 
 	Runs int
 	Seed uint64
+	// Warmup is how many runs each real-kernel cell makes before its
+	// measured ones, not measured (hyperfine's --warmup).
+	Warmup int
 
 	// RCU, NameAlloc, Watchdog, Jitter and Costs are passed to every
 	// emulated kernel (see emu.Config).
@@ -227,6 +230,12 @@ func (s *Spec) Validate() error {
 	}
 	if s.Runs < 1 || s.Runs > MaxRuns {
 		return ndst.Usagef("--runs: %d is out of range; want 1..%d", s.Runs, MaxRuns)
+	}
+	if s.Warmup < 0 || s.Warmup > MaxRuns {
+		return ndst.Usagef("--warmup: %d is out of range; want 0..%d", s.Warmup, MaxRuns)
+	}
+	if s.Warmup > 0 && !slices.Contains(s.Backends, "netlink") {
+		return ndst.Usagef("--warmup warms the real kernel's cells (--backend netlink); the emulated kernel starts every run from the same state")
 	}
 	if s.Workers < 0 || s.Workers > MaxJobs {
 		return ndst.Usagef("--jobs: %d is out of range; want 0 (one per core) to %d: each emulated run keeps one core busy, so more at once are not faster, they only take memory", s.Workers, MaxJobs)

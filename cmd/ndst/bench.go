@@ -29,6 +29,7 @@ type benchOptions struct {
 	netnsLoUp               bool
 
 	runs    int
+	warmup  int
 	jobs    int
 	yes     bool
 	netns   string
@@ -82,6 +83,7 @@ when the delete returned and when the devices were gone beside it:
 	f.StringSliceVar(&o.batches, "batch", []string{"batched"}, "delete modes: batched (the profile's own batching), one-by-one (list)")
 	f.StringSliceVar(&o.counts, "count", []string{"1000"}, "numbers of devices N (list)")
 	f.IntVar(&o.runs, "runs", 5, "runs per cell, with seeds --seed, --seed+1, ...")
+	f.IntVar(&o.warmup, "warmup", 0, "real-kernel cells: runs before the measured ones, not measured (as hyperfine's --warmup)")
 	f.IntVar(&o.jobs, "jobs", 0, "emulated cells run at once (0: one per core)")
 	f.BoolVar(&o.yes, "yes", false, fmt.Sprintf("run a matrix of more than %d cells, or one whose runs at once may not fit in memory", bench.MaxCellsWithoutConfirm))
 	f.StringVar(&o.jsonOut, "export-json", "", "write the results as JSON to this file ('-' for stdout)")
@@ -101,7 +103,7 @@ when the delete returned and when the devices were gone beside it:
 func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
 	s := &bench.Spec{
 		Backends: o.backends, Profiles: o.profiles, Strategies: o.strategies, Preempts: o.preempts,
-		Batches: o.batches, Runs: o.runs, Seed: g.seed, RCU: g.rcu, NameAlloc: g.nameAlloc,
+		Batches: o.batches, Runs: o.runs, Warmup: o.warmup, Seed: g.seed, RCU: g.rcu, NameAlloc: g.nameAlloc,
 		Watchdog: g.emuWatchdog(), Workers: o.jobs, Confirmed: o.yes,
 		Params: mergeParamWords(g.hostParams, g.params),
 	}
