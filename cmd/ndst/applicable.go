@@ -32,7 +32,8 @@ var benchSimFlags = []string{"profile", "strategy", "hz", "cpus", "preempt", "jo
 func setFlags(cmd *cobra.Command, names []string) []string {
 	var out []string
 	for _, n := range names {
-		if f := cmd.Flags().Lookup(n); f != nil && f.Changed && !slices.Contains(out, n) {
+		set := func(name string) bool { f := cmd.Flags().Lookup(name); return f != nil && f.Changed }
+		if (set(n) || n == "netns" && set("ns")) && !slices.Contains(out, n) { // -n is --netns
 			out = append(out, n)
 		}
 	}
@@ -76,6 +77,9 @@ func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
 			emu := emuFlags
 			if cmd.Name() == "del" {
 				emu = without(emuFlags, "hold") // --hold socket@DEVICE: a real held reference
+			}
+			if cmd.Name() == "add" || cmd.Name() == "del" {
+				emu = without(emu, "trace") // the real kernel's tracepoints (package ktrace)
 			}
 			return refuse(setFlags(cmd, emu),
 				"--backend netlink runs this host's kernel as it is, not the emulated kernel")

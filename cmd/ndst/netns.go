@@ -201,7 +201,15 @@ func (g *globalOptions) netnsTimed(creates bool, what string, op func(context.Co
 		return err
 	}
 	defer b.Close()
+	finish, err := g.startRealTrace()
+	if err != nil {
+		p.stop()
+		return err
+	}
 	res, err := op(ctx, nb)
+	if terr := finish(res); terr != nil && err == nil {
+		err = terr
+	}
 	p.stop()
 	if res == nil {
 		if errors.Is(err, context.Canceled) {
@@ -407,7 +415,11 @@ func (g *globalOptions) checkNetnsCmd(cmd *cobra.Command) error {
 		return err
 	}
 	if g.backend != "sim" {
-		return refuse(setFlags(cmd, emuFlags), "--backend "+g.backend+" runs this host's kernel as it is, not the emulated kernel")
+		emu := emuFlags
+		if g.backend == "netlink" && (cmd.Name() == "add" || cmd.Name() == "del") {
+			emu = without(emu, "trace") // the real kernel's tracepoints (package ktrace)
+		}
+		return refuse(setFlags(cmd, emu), "--backend "+g.backend+" runs this host's kernel as it is, not the emulated kernel")
 	}
 	return refuse(setFlags(cmd, without(netlinkFlags, "netns")),
 		"--backend sim (the default) runs the emulated kernel, not the real kernel")

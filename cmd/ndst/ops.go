@@ -204,7 +204,15 @@ func (g *globalOptions) timed(creates bool, what string, op func(context.Context
 		return err
 	}
 	defer b.Close()
+	finish, err := g.startRealTrace()
+	if err != nil {
+		p.stop()
+		return err
+	}
 	res, err := op(ctx, b)
+	if terr := finish(res); terr != nil && err == nil {
+		err = terr
+	}
 	p.stop()
 	if res == nil {
 		if errors.Is(err, context.Canceled) {
