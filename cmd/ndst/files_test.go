@@ -270,17 +270,6 @@ func checkReadOnlyRun(t *testing.T, run func(args ...string) (string, int), stat
 	}
 }
 
-func exitOf(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
-
 // TestListOnReadOnlyFileSystem: list works on a read-only mount (a read
 // takes no lock file) and add says why it cannot write. Needs root for a
 // private mount namespace.
