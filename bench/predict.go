@@ -53,6 +53,9 @@ type PredictSpec struct {
 	// Adjust, when set, changes the emulated kernel configured as the
 	// host (a knob set otherwise than the calibration's host had it).
 	Adjust func(*emu.Config) error
+	// Addrs sets every device up with addresses on both kernels (the
+	// emulated ones of kind ifb, as this host's fallback, when up).
+	Addrs ndst.Addrs
 }
 
 // PredictRow is one N and one delete mode: measured against predicted.
@@ -231,7 +234,7 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 					return nil, err
 				}
 				p.Strategy = be.Strategy()
-				add, err := be.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template})
+				add, err := be.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template, Kind: s.emuKind(), Addrs: s.Addrs})
 				if err != nil {
 					return nil, fmt.Errorf("emulated add %d: %w", n, err)
 				}
@@ -338,7 +341,7 @@ func (s *PredictSpec) measureLocally(ctx context.Context, p *Prediction, rows fu
 					s.Step(done, total)
 				}
 				done += n
-				add, err := nb.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template, Kind: s.Netlink.Kind})
+				add, err := nb.Add(ctx, ndst.AddRequest{Count: n, Template: s.Template, Kind: s.Netlink.Kind, Addrs: s.Addrs})
 				if err != nil {
 					return fmt.Errorf("real add %d: %w", n, err)
 				}
@@ -477,4 +480,14 @@ func (p *Prediction) writePhases(b *strings.Builder) {
 		}
 		tw.Flush()
 	}
+}
+
+// emuKind is the emulated devices' kind: ifb when they are up (its
+// queueing qdisc makes closing them wait on 6.18) and the real ones are
+// ifb, else the emulated kernel's dummy.
+func (s *PredictSpec) emuKind() string {
+	if s.Addrs.Up && (s.Netlink.Kind == "ifb" || s.Netlink.Kind == "" || s.Netlink.Kind == "dummy" && !s.Netlink.KindExplicit) {
+		return "ifb"
+	}
+	return ""
 }

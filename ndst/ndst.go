@@ -206,9 +206,12 @@ type Result struct {
 	Kind      string  `json:"kind,omitempty"`
 	// Batched reports, for del, whether the devices went in one batch (a
 	// batched add says so in its counters: "batches").
-	Batched bool   `json:"batched"`
-	Result  string `json:"result"`
-	Error   string `json:"error,omitempty"`
+	Batched bool `json:"batched"`
+	// Stream reports, for del, that the devices' requests went in one
+	// request stream (DelRequest.Stream).
+	Stream bool   `json:"stream,omitempty"`
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
 	// Latency is the per-device latency distribution: for del, from the
 	// start of the device's unregister to its free; for add, the time of
 	// each registration.

@@ -67,9 +67,12 @@ func writeResultText(w io.Writer, r *ndst.Result, v textDetail) error {
 	what := "created"
 	if r.Op == "del" {
 		what = "deleted"
-		if r.Batched {
+		switch {
+		case r.Batched:
 			what += " as one batch"
-		} else {
+		case r.Stream:
+			what += " one by one, in one request stream"
+		default:
 			what += " one by one"
 		}
 	}

@@ -187,6 +187,9 @@ func newPredictCmd(g *globalOptions) *cobra.Command {
 		measuredIn    string
 		noAttribute   bool
 		netnsMode     bool
+		workloads     bool
+		only          []string
+		addrs         ndst.Addrs
 	)
 	cmd := &cobra.Command{
 		Use:   "predict",
@@ -241,7 +244,19 @@ namespaces deleted all at once, without veth).`,
 					}
 				}
 			}
-			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl, Attribute: !noAttribute}
+			if err := addrs.Normalize(); err != nil {
+				return err
+			}
+			if workloads && (netnsMode || fromGuest != "" || !addrs.IsZero()) {
+				return ndst.Usagef("--workloads runs every workload cell of its own; it does not go with --netns, --from-guest or --addr4/--addr6")
+			}
+			if len(only) > 0 && !workloads {
+				return ndst.Usagef("--only chooses among --workloads' cells")
+			}
+			if !addrs.IsZero() && (netnsMode || fromGuest != "") {
+				return ndst.Usagef("--addr4, --addr6, --ipv6-forwarding and --up set up the devices of the device predict, not with --netns or --from-guest")
+			}
+			s := &bench.PredictSpec{Counts: ns, Runs: runs, SimRuns: simRuns, Seed: g.seed, Template: tmpl, Attribute: !noAttribute, Addrs: addrs}
 			if measuredIn != "" && fromGuest == "" {
 				return ndst.Usagef("--measured-in goes with --from-guest (whose calibration predicts its measurements)")
 			}
@@ -300,6 +315,9 @@ namespaces deleted all at once, without veth).`,
 			if netnsMode {
 				return g.predictNetns(ctx, s)
 			}
+			if workloads {
+				return g.predictWorkloads(ctx, s, only)
+			}
 			prog := g.startProgress("predict: measuring the real kernel and running the emulated one")
 			s.Progress = g.progressLines(prog, "predict: ")
 			s.Step = prog.set
@@ -322,6 +340,9 @@ namespaces deleted all at once, without veth).`,
 	f.IntVar(&runs, "runs", 1, "real-kernel runs per N and mode (the median is shown; with --netns default 3)")
 	f.BoolVar(&netnsMode, "netns", false, "predict namespace teardown instead: N namespaces with lo up, without and with a veth pair, deleted all at once and one at a time (the calibration must have its namespace costs)")
 	f.IntVar(&simRuns, "sim-runs", 5, "emulated runs per N and mode, seeds --seed.. (the median is shown)")
+	f.BoolVar(&workloads, "workloads", false, "predict the workload cells instead: 100 devices up with an IPv6 address (with and without forwarding) deleted one by one and at once, 100 macvlans and VLANs (where the kernel has them) deleted one by one, in a stream, at once and with their lower device, 100 pods deleted with and without CNI DEL, unshare 1000 by 8 workers with lo up and a veth pair, and churn of 50 pods a second for 20 s (the calibration must have its workload costs)")
+	f.StringSliceVar(&only, "only", nil, "with --workloads: only these of addrs, children, cni, unshare, churn")
+	addAddrFlags(cmd, &addrs)
 	f.StringVar(&netns, "predict-netns", "", "throwaway network namespace (default ndst-predict-PID; must not exist)")
 	f.StringVar(&saveCosts, "save-costs", "", "when calibrating first, also write the cost table to FILE")
 	f.BoolVar(&noAttribute, "no-attribute", false, "do not sample the real deletes' kernel stacks (no real phases beside the emulated ones)")

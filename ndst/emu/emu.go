@@ -574,6 +574,7 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	}
 	batched := b.r.profile.Batched && !req.OneByOne && !req.Stream
 	res := b.newResult("del", batched)
+	res.Stream = req.Stream
 	wall := time.Now()
 	k, err := b.boot(ctx)
 	if err != nil {

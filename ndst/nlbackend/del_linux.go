@@ -50,7 +50,7 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	hook("del-listed", len(links))
 	res := b.newResult("del")
 	defer b.hostFacts(res)
-	res.Batched = !req.OneByOne
+	res.Batched = !req.OneByOne && !req.Stream
 	sel, extraPeers, skipped := selectLinks(links, req)
 	res.Skipped = skipped
 	if len(sel) == 0 {
@@ -86,9 +86,12 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	if err != nil {
 		return fail(res, fmt.Errorf("del: %w", err))
 	}
-	if req.OneByOne {
+	switch {
+	case req.Stream:
+		err = b.delStream(ctx, req.GiveUp, res, links, sel)
+	case req.OneByOne:
 		err = b.delOneByOne(ctx, w, req.GiveUp, res, links, sel)
-	} else {
+	default:
 		err = b.delBatch(ctx, w, req.GiveUp, res, links, sel)
 	}
 	err = w.finish(err)
