@@ -342,7 +342,10 @@ func (rep *Report) summaryLines() []string {
 	}
 	what := "time to delete N devices just added"
 	if len(rep.Results) > 0 && rep.Results[0].NetnsCell() {
-		what = "time until the kernel's cleanup of N namespaces just added is done (batched: deleted at once; one-by-one: each waited for)"
+		what = "time until the kernel's cleanup of N namespaces just added is done (batched: deleted at once; one-by-one: each waited for; cni: each pod's veth deleted first)"
+	}
+	if len(rep.Results) > 0 && rep.Results[0].Workload != "" {
+		what = workloadFigure(rep.Results[0].Cell)
 	}
 	lines := []string{fmt.Sprintf("%d cells × %d runs (%s): %s", m.Cells, m.Runs, seeds, what)}
 	if k := kinds(rep.Results); k != "" {

@@ -162,7 +162,7 @@ func (s *Spec) runNetnsSim(ctx context.Context, c Cell, seed uint64) Sample {
 		return outcome(smp, add, err)
 	}
 	smp.StoppedIn = "del"
-	del, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: c.Namespaces, OneAtATime: c.OneByOne()})
+	del, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: c.Namespaces, OneAtATime: c.OneByOne(), CNI: c.Batch == BatchCNI})
 	if del != nil {
 		smp.DelNS, smp.DelWallNS = deref(del.VirtualNS), del.WallNS
 		smp.Latency, smp.batched = del.Latency, del.Batched

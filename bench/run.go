@@ -313,6 +313,9 @@ var memoryEstimate = emu.MemoryEstimate
 
 // runSim runs one emulated run: a fresh kernel with an empty namespace.
 func (s *Spec) runSim(ctx context.Context, c Cell, seed uint64) Sample {
+	if c.Workload != "" {
+		return s.runWorkloadSim(ctx, c, seed)
+	}
 	if c.NetnsCell() {
 		return s.runNetnsSim(ctx, c, seed)
 	}

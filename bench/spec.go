@@ -108,6 +108,11 @@ type Spec struct {
 	NetnsVeth   []bool
 	NetnsLoUp   bool
 
+	// Workload, when set, makes every cell that workload's
+	// (workloadcells.go): its parameters are the template's, its sizes
+	// Counts, its delete modes Batches.
+	Workload *Cell
+
 	// Workers is the number of emulated cells run at once (0: GOMAXPROCS).
 	Workers int
 	// na says, per cell (without its N and batch mode), why it does not
@@ -140,6 +145,16 @@ type Cell struct {
 	// implementation instead of the Spec's.
 	Params string `json:"params,omitempty"`
 	RCU    string `json:"rcu,omitempty"`
+	// A workload cell (workloadcells.go): Workload names it, the fields
+	// after it are its parameters, Count its size.
+	Workload string  `json:"workload,omitempty"`
+	Addr4    int     `json:"addr4,omitempty"`
+	Addr6    int     `json:"addr6,omitempty"`
+	Fwd6     bool    `json:"ipv6_forwarding,omitempty"`
+	Child    string  `json:"child,omitempty"`
+	Parallel int     `json:"parallel,omitempty"`
+	Rate     float64 `json:"rate,omitempty"`
+	ForNS    int64   `json:"for_ns,omitempty"`
 }
 
 // OneByOne reports whether the cell deletes its devices one by one.
@@ -153,6 +168,10 @@ func (c Cell) String() string {
 	if c.NetnsCell() {
 		return fmt.Sprintf("%s on %s, HZ=%d, %d CPU(s), preempt %s, %d namespaces of %s deleted %s",
 			c.Strategy, c.Profile, c.HZ, c.CPUs, c.Preempt, c.Namespaces, c.netnsWhat(), c.netnsStyle())
+	}
+	if c.Workload != "" {
+		return fmt.Sprintf("%s on %s, HZ=%d, %d CPU(s), preempt %s, %s",
+			c.Strategy, c.Profile, c.HZ, c.CPUs, c.Preempt, c.WorkloadString())
 	}
 	return fmt.Sprintf("%s on %s, HZ=%d, %d CPU(s), preempt %s, %s, N=%d",
 		c.Strategy, c.Profile, c.HZ, c.CPUs, c.Preempt, c.Batch, c.Count)
@@ -173,12 +192,22 @@ func (s *Spec) Validate() error {
 		known []string
 		vals  []string
 	}
+	batches := BatchNames
+	if len(s.NetnsCounts) > 0 {
+		batches = append(slices.Clone(BatchNames), BatchCNI)
+	}
+	if s.Workload != nil {
+		if err := s.validateWorkload(); err != nil {
+			return err
+		}
+		batches = WorkloadBatches[s.Workload.Workload]
+	}
 	lists := []list{
 		{"--backend", len(s.Backends), BackendNames, s.Backends},
 		{"--profile", len(s.Profiles), netdev.ProfileNames, s.Profiles},
 		{"--strategy", len(s.Strategies), append([]string{DefaultStrategy}, waitrefs.Names...), s.Strategies},
 		{"--preempt", len(s.Preempts), PreemptNames, s.Preempts},
-		{"--batch", len(s.Batches), BatchNames, s.Batches},
+		{"--batch", len(s.Batches), batches, s.Batches},
 		{"--hz", len(s.HZ), nil, nil},
 		{"--cpus", len(s.CPUs), nil, nil},
 		{"--count", len(s.Counts), nil, nil},
@@ -276,6 +305,9 @@ func (s *Spec) NumCells() int {
 	if len(s.NetnsCounts) > 0 {
 		return s.numNetnsCells()
 	}
+	if s.Workload != nil {
+		return len(s.Profiles) * len(s.HZ) * len(s.CPUs) * len(s.Preempts) * len(s.Batches) * len(s.Counts) * len(s.Strategies)
+	}
 	n := 0
 	for _, b := range s.Backends {
 		m := len(s.Batches) * len(s.Counts)
@@ -305,6 +337,9 @@ func mulCap(a int, bs ...int) int {
 func (s *Spec) Cells() []Cell {
 	if s.CellList != nil {
 		return s.CellList
+	}
+	if s.Workload != nil {
+		return s.workloadCells()
 	}
 	if len(s.NetnsCounts) > 0 {
 		return s.netnsCells()
@@ -352,6 +387,11 @@ func (s *Spec) validateCellList() error {
 			return ndst.Usagef("cell %s: only emulated cells can be listed", c)
 		case c.Count < 1 || c.Count > ndst.MaxCount:
 			return ndst.Usagef("cell %s: --count %d is out of range; want 1..%d", c, c.Count, ndst.MaxCount)
+		case c.Workload != "":
+			if err := c.checkWorkload(); err != nil {
+				return err
+			}
+		case c.NetnsCell() && c.Batch == BatchCNI:
 		case !slices.Contains(BatchNames, c.Batch):
 			return ndst.Usagef("cell %s: unknown batch mode %q", c, c.Batch)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ndst-project/ndst/bench"
 	"github.com/ndst-project/ndst/costs"
@@ -27,6 +28,10 @@ type benchOptions struct {
 	netnsCounts, netnsLinks []string
 	netnsVeth               []bool
 	netnsLoUp               bool
+	// Workload cells (bench/workloadcells.go).
+	workload bench.Cell
+	addrs    ndst.Addrs
+	forDur   time.Duration
 
 	runs    int
 	warmup  int
@@ -96,6 +101,7 @@ when the delete returned and when the devices were gone beside it:
 	f.BoolSliceVar(&o.netnsVeth, "netns-veth", nil, "namespace cells: without and/or with a veth pair per namespace (list of false, true)")
 	f.BoolVar(&o.netnsLoUp, "netns-lo-up", false, "namespace cells: set lo up in every namespace")
 	f.StringVar(&o.netns, "bench-netns", "", "throwaway network namespace of netlink cells (default ndst-bench-PID; must not exist)")
+	addBenchWorkloadFlags(cmd, o)
 	return cmd
 }
 
@@ -127,6 +133,9 @@ func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
 		return nil, err
 	}
 	s.NetnsVeth, s.NetnsLoUp = o.netnsVeth, o.netnsLoUp
+	if err := o.workloadSpec(s); err != nil {
+		return nil, err
+	}
 	if g.costs != "" {
 		if s.Costs, err = costs.Load(g.costs); err != nil {
 			return nil, ndst.Usagef("%v", err)
