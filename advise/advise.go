@@ -53,12 +53,30 @@ type Workload struct {
 	// OneByOne deletes the devices one by one, or the namespaces one at a
 	// time each waited for; otherwise in one batch, or all at once.
 	OneByOne bool `json:"one_by_one"`
+	// The workloads of bench's workload cells (bench/workloadcells.go):
+	// Addrs sets the devices up with addresses; Child makes them VLANs or
+	// macvlans on one device, deleted as ChildDel says (one-by-one,
+	// batched, stream, parent); Unshare makes the namespaces by Parallel
+	// workers that unshare and exit; Rate and ForNS are a pod churn (its
+	// time is that between pods at the rate the node sustains); CNI
+	// deletes a namespace workload's pods as a CNI plugin's DEL does.
+	Addrs    ndst.Addrs `json:"addrs,omitempty"`
+	Child    string     `json:"child,omitempty"`
+	ChildDel string     `json:"child_delete,omitempty"`
+	Unshare  bool       `json:"unshare,omitempty"`
+	Parallel int        `json:"parallel,omitempty"`
+	Rate     float64    `json:"churn_rate,omitempty"`
+	ForNS    int64      `json:"churn_for_ns,omitempty"`
+	CNI      bool       `json:"cni,omitempty"`
 }
 
 // N is the workload's count.
-func (w Workload) N() int { return max(w.Devices, w.Namespaces) }
+func (w Workload) N() int { return max(w.Devices, w.Namespaces, 1) }
 
 func (w Workload) String() string {
+	if s := w.workloadString(); s != "" {
+		return s
+	}
 	if w.Namespaces > 0 {
 		what := "with lo"
 		if w.Veth {
@@ -228,7 +246,7 @@ func Run(ctx context.Context, o Options) (*Advice, error) {
 		Profiles: []string{o.Machine.Profile}, HZ: []int{o.Machine.HZ}, CPUs: []int{o.Machine.CPUs},
 		Preempts: []string{o.Machine.Preempt}, Strategies: []string{base.Strategy}, Counts: []int{o.Workload.N()},
 	}
-	if o.Workload.Namespaces > 0 {
+	if o.Workload.Namespaces > 0 && base.Workload == "" {
 		s.NetnsCounts, s.NetnsVeth, s.NetnsLoUp = []int{o.Workload.Namespaces}, []bool{o.Workload.Veth}, o.Workload.LoUp
 	}
 	rep, err := bench.Run(ctx, s, nil)
@@ -285,7 +303,7 @@ func (o *Options) check() error {
 	switch {
 	case w.Devices > 0 && w.Namespaces > 0:
 		return ndst.Usagef("advise: give devices or namespaces, not both")
-	case w.Devices == 0 && w.Namespaces == 0:
+	case w.Devices == 0 && w.Namespaces == 0 && w.Rate == 0:
 		return ndst.Usagef("advise: the workload has no devices and no namespaces")
 	case w.Devices < 0 || w.Devices > ndst.MaxCount:
 		return ndst.Usagef("--count: %d is out of range; want 1..%d", w.Devices, ndst.MaxCount)
@@ -297,7 +315,7 @@ func (o *Options) check() error {
 	if _, err := netdev.LookupProfile(o.Machine.Profile); err != nil {
 		return ndst.Usagef("%v", err)
 	}
-	return nil
+	return w.checkWorkload()
 }
 
 // baseCell is the workload on the machine as it is.
@@ -314,6 +332,7 @@ func (o *Options) baseCell() bench.Cell {
 	if w.Namespaces > 0 {
 		c.Namespaces, c.Veth, c.LoUp = w.Namespaces, w.Veth, w.LoUp
 	}
+	w.cell(&c)
 	c.Params = joinParams(m.Params)
 	return c
 }

@@ -172,10 +172,11 @@ func candidates(o Options) (levers []Lever, na []Lever) {
 		}
 		add(l, func(c *bench.Cell) { c.Batch = "batched" })
 	}
-	if w.Namespaces > 0 {
+	if w.Namespaces > 0 && !w.CNI && !w.Unshare {
 		na = append(na, Lever{Kind: KindWorkload, Setting: "leave each pod's veth to its namespace's cleanup",
-			NotApplicable: "the emulated workload already leaves the veth to cleanup_net; deleting it first (what a CNI plugin's DEL does) is not a workload ndst emulates yet"})
+			NotApplicable: "the workload already leaves the veth to cleanup_net; --cni deletes it first, as a CNI plugin's DEL does"})
 	}
+	workloadLevers(w, add)
 	return levers, na
 }
 

@@ -19,6 +19,8 @@ type adviseOptions struct {
 	runs, jobs int
 	verify     bool
 	verifier   *hostVerifier
+	// wl are the flags of the workloads of adviseworkload.go.
+	wl adviseWorkloadFlags
 }
 
 func newAdviseCmd(g *globalOptions) *cobra.Command {
@@ -42,6 +44,11 @@ Examples:
   ndst advise                                   # 1000 devices deleted in one batch, on this host
   ndst advise --count 1000 --one-by-one
   ndst advise --netns-count 100 --veth --one-at-a-time
+  ndst advise --count 100 --addr6 1 --ipv6-forwarding --one-by-one
+  ndst advise --count 100 --child macvlan --child-del one-by-one
+  ndst advise --netns-count 100 --veth --lo-up --cni
+  ndst advise --netns-count 1000 --unshare --parallel 8
+  ndst advise --churn-rate 100 --churn-for 20s
   ndst advise --profile 6.1 --hz 250 --cpus 2 --preempt rt --count 100 --one-by-one --json`,
 		Args: exactArgs(0, "no arguments; the workload is given by flags"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAdvise(g, o, cmd) },
@@ -57,11 +64,15 @@ Examples:
 	f.IntVar(&o.jobs, "jobs", 0, "emulations run at once (0: one per core)")
 	f.BoolVar(&o.verify, "verify", false, "measure each runtime lever on this host's real kernel, before and after setting it, restoring it after (root)")
 	o.verifier = addVerifier(g, cmd)
+	addAdviseWorkloadFlags(cmd, &o.wl)
 	return cmd
 }
 
 func (o *adviseOptions) workload(cmd *cobra.Command) (advise.Workload, error) {
 	changed := func(n string) bool { return cmd.Flags().Changed(n) }
+	if w, ok, err := o.otherWorkload(cmd); ok {
+		return w, err
+	}
 	if o.netnsCount != 0 || changed("netns-count") {
 		if changed("count") || changed("one-by-one") {
 			return advise.Workload{}, ndst.Usagef("--count and --one-by-one describe a device workload; --netns-count describes a namespace one (give one of them)")
