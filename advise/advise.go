@@ -60,7 +60,7 @@ type Workload struct {
 	// workers that unshare and exit; Rate and ForNS are a pod churn (its
 	// time is that between pods at the rate the node sustains); CNI
 	// deletes a namespace workload's pods as a CNI plugin's DEL does.
-	Addrs    ndst.Addrs `json:"addrs,omitempty"`
+	Addrs    *ndst.Addrs `json:"addrs,omitempty"`
 	Child    string     `json:"child,omitempty"`
 	ChildDel string     `json:"child_delete,omitempty"`
 	Unshare  bool       `json:"unshare,omitempty"`

@@ -20,7 +20,7 @@ func (w Workload) cell(c *bench.Cell) {
 		c.Workload, c.Parallel, c.Batch, c.Count, c.Namespaces = bench.WorkloadUnshare, w.Parallel, bench.BatchNone, w.Namespaces, 0
 	case w.Child != "":
 		c.Workload, c.Child, c.Batch = bench.WorkloadChildren, w.Child, w.ChildDel
-	case !w.Addrs.IsZero():
+	case w.Addrs != nil && !w.Addrs.IsZero():
 		c.Workload, c.Addr4, c.Addr6, c.Fwd6 = bench.WorkloadAddrs, w.Addrs.V4, w.Addrs.V6, w.Addrs.Forwarding6
 	case w.CNI:
 		c.Batch = bench.BatchCNI
@@ -37,7 +37,7 @@ func (w Workload) workloadString() string {
 	case w.Child != "":
 		how := map[string]string{"one-by-one": "one by one", "batched": "in one batch", bench.BatchStream: "one by one in one request stream", bench.BatchParent: "by deleting their lower device"}[w.ChildDel]
 		return fmt.Sprintf("%d %ss on a device deleted %s", w.Devices, w.Child, how)
-	case !w.Addrs.IsZero():
+	case w.Addrs != nil && !w.Addrs.IsZero():
 		style := "in one batch"
 		if w.OneByOne {
 			style = "one by one"
@@ -68,14 +68,17 @@ func (w Workload) checkWorkload() error {
 		r := ndst.PodChurnRequest{Rate: w.Rate, For: time.Duration(w.ForNS)}
 		return r.Normalize()
 	}
-	a := w.Addrs
+	if w.Addrs == nil {
+		return nil
+	}
+	a := *w.Addrs
 	return a.Normalize()
 }
 
 // workloadLevers are the changes the workloads of this file can make.
 func workloadLevers(w Workload, add func(Lever, func(*bench.Cell))) {
 	switch {
-	case !w.Addrs.IsZero() && w.Addrs.Forwarding6:
+	case w.Addrs != nil && w.Addrs.Forwarding6:
 		add(Lever{Kind: KindWorkload, Setting: "IPv6 forwarding off on the devices to delete",
 			Apply: "sysctl -w net.ipv6.conf.DEV.forwarding=0 for each device before deleting it (its subnet-router anycast addresses go, with their routes)",
 			Cost:  "the device stops forwarding IPv6 and leaves its subnet-router anycast addresses: only for devices that are going anyway"},

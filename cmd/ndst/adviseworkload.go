@@ -78,5 +78,5 @@ func (o *adviseOptions) otherWorkload(cmd *cobra.Command) (advise.Workload, bool
 	if changed("netns-count") {
 		return advise.Workload{}, true, ndst.Usagef("--addr4, --addr6 and --ipv6-forwarding describe a device workload")
 	}
-	return advise.Workload{Devices: o.count, OneByOne: o.oneByOne, Addrs: f.addrs}, true, nil
+	return advise.Workload{Devices: o.count, OneByOne: o.oneByOne, Addrs: &f.addrs}, true, nil
 }
