@@ -61,13 +61,13 @@ type Workload struct {
 	// time is that between pods at the rate the node sustains); CNI
 	// deletes a namespace workload's pods as a CNI plugin's DEL does.
 	Addrs    *ndst.Addrs `json:"addrs,omitempty"`
-	Child    string     `json:"child,omitempty"`
-	ChildDel string     `json:"child_delete,omitempty"`
-	Unshare  bool       `json:"unshare,omitempty"`
-	Parallel int        `json:"parallel,omitempty"`
-	Rate     float64    `json:"churn_rate,omitempty"`
-	ForNS    int64      `json:"churn_for_ns,omitempty"`
-	CNI      bool       `json:"cni,omitempty"`
+	Child    string      `json:"child,omitempty"`
+	ChildDel string      `json:"child_delete,omitempty"`
+	Unshare  bool        `json:"unshare,omitempty"`
+	Parallel int         `json:"parallel,omitempty"`
+	Rate     float64     `json:"churn_rate,omitempty"`
+	ForNS    int64       `json:"churn_for_ns,omitempty"`
+	CNI      bool        `json:"cni,omitempty"`
 }
 
 // N is the workload's count.
