@@ -397,12 +397,18 @@ builtin_dummy() { builtin_config "$1" DUMMY; }
 # the package (staged_complete, unpack_deb).
 readonly OPT_MODULES="veth"
 
+# The link types of the VLAN and macvlan workloads, in the order they load
+# (8021q needs garp and mrp, garp needs stp and llc), staged and loaded when
+# the kernel has them as modules; a guest without them says so in a module
+# line, and the workloads that need them are refused there.
+readonly LINK_MODULES="llc stp garp mrp 8021q macvlan"
+
 # staged_complete DIR: whether the cached kernel folder DIR was staged with
 # every module the rig looks for.
 staged_complete() {
 	local m
 	[[ -f $1/release && -f $1/staged ]] || return 1
-	for m in dummy $OPT_MODULES; do
+	for m in dummy $OPT_MODULES $LINK_MODULES; do
 		grep -qw "$m" "$1/staged" || return 1
 	done
 }
@@ -438,6 +444,7 @@ unpack_debs() {
 	for m in $OPT_MODULES; do
 		pats+=("*/drivers/net/$m.ko*")
 	done
+	pats+=('*/net/llc/llc.ko*' '*/net/802/stp.ko*' '*/net/802/garp.ko*' '*/net/802/mrp.ko*' '*/net/8021q/8021q.ko*' '*/drivers/net/macvlan.ko*')
 	for deb in "$@"; do
 		dpkg-deb --info "$deb" >/dev/null 2>&1 || {
 			rm -rf "$x"
@@ -474,7 +481,7 @@ unpack_debs() {
 		rm -rf "$x" "$stage"
 		die $EXIT_KERNEL "kernel $rel in $deb has no dummy.ko (and no CONFIG_DUMMY=y): it cannot make dummy links"
 	fi
-	for m in $OPT_MODULES; do
+	for m in $OPT_MODULES $LINK_MODULES; do
 		mod=$(find "$x" -path "*/modules/$rel/*" -name "$m.ko*" 2>/dev/null | head -n1) || true
 		if [[ -n $mod ]] && ! install_module "$mod" "$stage/$m.ko"; then
 			rm -rf "$x" "$stage"
@@ -483,7 +490,7 @@ unpack_debs() {
 	done
 	echo "$rel" >"$stage/release"
 	echo "$deb" >"$stage/source"
-	echo "dummy $OPT_MODULES" >"$stage/staged"
+	echo "dummy $OPT_MODULES $LINK_MODULES" >"$stage/staged"
 	rm -rf "$x"
 	if [[ -f $dest/release && $(cat "$dest/release") == "$rel" ]]; then
 		local f
@@ -503,7 +510,7 @@ unpack_debs() {
 # kernel package when there is one (for its headers). k_veth is veth.ko (""
 # when the kernel has none; see veth_state); k_stale says why a cached
 # folder staged before veth.ko was could not be completed.
-k_vmlinuz="" k_module="" k_release="" k_config="" k_source="" k_pkg="" k_ver="" k_veth="" k_stale=""
+k_vmlinuz="" k_module="" k_release="" k_config="" k_source="" k_pkg="" k_ver="" k_veth="" k_stale="" k_linkmods=""
 
 kernel_from_dir() {
 	k_vmlinuz=$1/vmlinuz
@@ -513,6 +520,11 @@ kernel_from_dir() {
 	[[ ! -f $1/dummy.ko ]] || k_module=$1/dummy.ko
 	k_veth=""
 	[[ ! -f $1/veth.ko ]] || k_veth=$1/veth.ko
+	k_linkmods=""
+	local lm
+	for lm in $LINK_MODULES; do
+		[[ ! -f $1/$lm.ko ]] || k_linkmods+="$1/$lm.ko "
+	done
 	k_config=""
 	[[ ! -f $1/config ]] || k_config=$1/config
 }
@@ -705,6 +717,12 @@ fetch_file() {
 	done
 	k_module=$(module_beside "$dir" "$rel" dummy)
 	k_veth=$(module_beside "$dir" "$rel" veth)
+	k_linkmods=""
+	local lm p
+	for lm in $LINK_MODULES; do
+		p=$(module_beside "$dir" "$rel" "$lm")
+		[[ -z $p ]] || k_linkmods+="$p "
+	done
 	if [[ -z $k_module ]] && ! builtin_dummy "$k_config"; then
 		die $EXIT_KERNEL "kernel $rel ($kernel) has no dummy.ko beside it or under lib/modules/$rel, and its config (${k_config:-not found}) has no CONFIG_DUMMY=y: it cannot make dummy links"
 	fi
@@ -914,6 +932,10 @@ if [[ -n $k_module ]]; then
 	install_module "$k_module" "$root/lib/modules/dummy.ko" ||
 		die $EXIT_KERNEL "cannot unpack $k_module"
 fi
+for p in ${k_linkmods:-}; do
+	m=${p##*/}
+	install_module "$p" "$root/lib/modules/${m%%.ko*}.ko" || die $EXIT_KERNEL "cannot unpack $p"
+done
 case $k_veth_state in
 module)
 	install_module "$k_veth" "$root/lib/modules/veth.ko" ||
@@ -1009,6 +1031,12 @@ elif [ -f /lib/modules/veth.builtin ]; then
 else
 	say "module veth absent: $(cat /lib/modules/veth.why 2>/dev/null)"
 fi
+# The VLAN and macvlan link types, where the kernel has them as modules.
+for m in llc stp garp mrp 8021q macvlan; do
+	if [ -f /lib/modules/$m.ko ]; then
+		if out=$(insmod /lib/modules/$m.ko 2>&1); then say "module $m loaded"; else say "module $m absent: insmod $m.ko failed: $(echo $out | tr '\n' ' ')"; fi
+	fi
+done
 if [ -f /lib/modules/ndst.ko ]; then
 	if ! out=$(insmod /lib/modules/ndst.ko 2>&1); then
 		say "fault module insmod ndst.ko failed: $(echo $out | tr '\n' ' ')"

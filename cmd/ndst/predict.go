@@ -316,7 +316,7 @@ namespaces deleted all at once, without veth).`,
 				return g.predictNetns(ctx, s)
 			}
 			if workloads {
-				return g.predictWorkloads(ctx, s, only)
+				return g.predictWorkloads(ctx, s, only, cmd.Flags().Changed("count"))
 			}
 			prog := g.startProgress("predict: measuring the real kernel and running the emulated one")
 			s.Progress = g.progressLines(prog, "predict: ")

@@ -9,8 +9,14 @@ import (
 
 // predictWorkloads is predict --workloads: every workload cell on the real
 // kernel and the emulated one of the host's calibration (bench.PredictWorkloads).
-func (g *globalOptions) predictWorkloads(ctx context.Context, s *bench.PredictSpec, only []string) error {
+func (g *globalOptions) predictWorkloads(ctx context.Context, s *bench.PredictSpec, only []string, countGiven bool) error {
 	ws := &bench.WorkloadSpec{Costs: s.Costs, Runs: s.Runs, SimRuns: s.SimRuns, Seed: s.Seed, Netlink: s.Netlink, Only: only}
+	if countGiven {
+		// --count N sizes the cells: N devices, N pods, 10 N namespaces
+		// for unshare.
+		n := s.Counts[0]
+		ws.Devices, ws.Pods, ws.Unshare = n, n, 10*n
+	}
 	if err := ws.Check(); err != nil {
 		return err
 	}
