@@ -43,7 +43,7 @@ func (c Cell) netnsWhat() string {
 // netnsStyle names a namespace cell's delete style.
 func (c Cell) netnsStyle() string {
 	if c.OneByOne() {
-		return ndst.StyleOneAtATime
+		return ndst.StyleOneByOne
 	}
 	return ndst.StyleAllAtOnce
 }
@@ -162,7 +162,7 @@ func (s *Spec) runNetnsSim(ctx context.Context, c Cell, seed uint64) Sample {
 		return outcome(smp, add, err)
 	}
 	smp.StoppedIn = "del"
-	del, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: c.Namespaces, OneAtATime: c.OneByOne(), CNI: c.Batch == BatchCNI})
+	del, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: c.Namespaces, OneByOne: c.OneByOne(), CNI: c.Batch == BatchCNI})
 	if del != nil {
 		smp.DelNS, smp.DelWallNS = deref(del.VirtualNS), del.WallNS
 		smp.Latency, smp.batched = del.Latency, del.Batched

@@ -300,7 +300,7 @@ func (p *NetnsPredictSpec) measureNetns(ctx context.Context) (map[netnsKey][]nds
 	}
 	for _, n := range p.Counts {
 		for _, veth := range p.Veth {
-			for _, style := range []string{ndst.StyleAllAtOnce, ndst.StyleOneAtATime} {
+			for _, style := range []string{ndst.StyleAllAtOnce, ndst.StyleOneByOne} {
 				for run := range p.RealRuns {
 					p.Progress(fmt.Sprintf("real kernel: %d namespaces, %s, deleted %s (run %d of %d)", n, vethWord(veth), style, run+1, p.RealRuns))
 					if p.Step != nil {
@@ -312,7 +312,7 @@ func (p *NetnsPredictSpec) measureNetns(ctx context.Context) (map[netnsKey][]nds
 						return nil, "", fmt.Errorf("real netns add %d: %w", n, err)
 					}
 					kind = a.Kind
-					d, err := nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: n, Template: tmpl, OneAtATime: style == ndst.StyleOneAtATime})
+					d, err := nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: n, Template: tmpl, OneByOne: style == ndst.StyleOneByOne})
 					if err != nil {
 						return nil, "", fmt.Errorf("real netns del of %d (%s): %w", n, style, err)
 					}

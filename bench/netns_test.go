@@ -125,12 +125,12 @@ func TestPredictNetnsNeedsNetnsCosts(t *testing.T) {
 func TestNetnsPredictionTable(t *testing.T) {
 	pr := &NetnsPrediction{Kernel: "6.18.0-test", Profile: "6.18", RCU: "tree-preempt", HZ: 250, CPUs: 2, Preempt: "none",
 		Costs: "test", Kind: "ifb", Limit: NetnsPredictLimit, Within: 1, Compared: 2, LoadAvg: []string{"0.1", "0.2"},
-		Warnings: []string{"N=10 with veth one-at-a-time: the cleanup-done prediction is off by -30% (more than 25%)"},
+		Warnings: []string{"N=10 with veth one-by-one: the cleanup-done prediction is off by -30% (more than 25%)"},
 		Rows: []NetnsPredictRow{
 			{Namespaces: 10, LoUp: true, Style: ndst.StyleAllAtOnce, MeasuredReturnedNS: 2e6, MeasuredGoneNS: 40e6, MeasuredDoneNS: 80e6,
 				MeasuredRuns: []int64{80e6}, MeasuredCleanups: 2, Error: -0.1, GoneError: -0.05,
 				Predicted: NetnsSimRow{Namespaces: 10, ReturnedNS: 1e6, GoneNS: 38e6, DoneNS: 72e6, CleanupRuns: 2, Runs: 5}},
-			{Namespaces: 10, Veth: true, LoUp: true, Style: ndst.StyleOneAtATime, MeasuredDoneNS: 400e6, MeasuredRuns: []int64{400e6},
+			{Namespaces: 10, Veth: true, LoUp: true, Style: ndst.StyleOneByOne, MeasuredDoneNS: 400e6, MeasuredRuns: []int64{400e6},
 				Error: -0.3, Predicted: NetnsSimRow{DoneNS: 280e6, Runs: 5}},
 			// A cell no run could measure: n/a, not compared.
 			{Namespaces: 100, LoUp: true, Style: ndst.StyleAllAtOnce, Predicted: NetnsSimRow{DoneNS: 300e6, Runs: 5}},
@@ -141,8 +141,8 @@ func TestNetnsPredictionTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"kernel 6.18.0-test against the emulated line 6.18", "lo up", "median of 1 run(s)", "median of 5 seed(s)",
-		"80.000", "72.000", "done (ms) real", "-10.0%", "-30.0%", "all-at-once", "one-at-a-time", "within 25% (cleanup done): 1 of 2 cells (1 not measured, n/a: not compared)",
-		"warning: N=10 with veth one-at-a-time"} {
+		"80.000", "72.000", "done (ms) real", "-10.0%", "-30.0%", "all-at-once", "one-by-one", "within 25% (cleanup done): 1 of 2 cells (1 not measured, n/a: not compared)",
+		"warning: N=10 with veth one-by-one"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("WriteTable() lacks %q:\n%s", want, out)
 		}

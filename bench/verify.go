@@ -30,13 +30,14 @@ import (
 // whose outer end is in ndst's namespace, with Veth; lo up, with LoUp)
 // deleted all at once or one at a time.
 type Workload struct {
-	Devices  int  `json:"devices,omitempty"`
+	Devices int `json:"devices,omitempty"`
+	// OneByOne deletes the devices one by one, or the namespaces one at
+	// a time, each waited for.
 	OneByOne bool `json:"one_by_one,omitempty"`
 	// Namespaces replaces Devices: a namespace workload.
 	Namespaces int  `json:"namespaces,omitempty"`
 	Veth       bool `json:"veth,omitempty"`
 	LoUp       bool `json:"lo_up,omitempty"`
-	OneAtATime bool `json:"one_at_a_time,omitempty"`
 }
 
 // String names the workload for a person.
@@ -49,7 +50,7 @@ func (w Workload) String() string {
 		if w.LoUp {
 			s += " (lo up)"
 		}
-		if w.OneAtATime {
+		if w.OneByOne {
 			return s + ", deleted one at a time"
 		}
 		return s + ", deleted all at once"
@@ -323,7 +324,7 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 		return 0, fmt.Errorf("real netns add %d: %w", w.Namespaces, err)
 	}
 	r.kind = a.Kind
-	del := ndst.NetnsDelRequest{Start: 1, Stop: w.Namespaces, Template: r.tmpl, OneAtATime: w.OneAtATime}
+	del := ndst.NetnsDelRequest{Start: 1, Stop: w.Namespaces, Template: r.tmpl, OneByOne: w.OneByOne}
 	if set != nil {
 		if err := set(); err != nil {
 			_, _ = r.nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: w.Namespaces, Template: r.tmpl})

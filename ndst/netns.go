@@ -72,11 +72,11 @@ type NetnsAddRequest struct {
 type NetnsDelRequest struct {
 	Start, Stop int
 	Template    NetnsTemplate
-	// OneAtATime deletes the namespaces one after another and waits for
+	// OneByOne deletes the namespaces one after another and waits for
 	// each one's whole cleanup (cleanup_net, to its final rcu_barrier())
 	// before deleting the next; otherwise they are all deleted at once and
 	// waited for together.
-	OneAtATime bool
+	OneByOne bool
 	// CNI deletes them one after another as a container runtime does with
 	// a CNI plugin's DEL: first the pod's veth from inside its namespace
 	// (RTM_DELLINK of the inner end, which returns once both ends are
@@ -128,7 +128,7 @@ type Netns struct {
 // for the real one); nil where the backend could not observe them.
 type NetnsTimes struct {
 	Namespaces int    `json:"namespaces"`
-	Style      string `json:"style"` // "all-at-once" or "one-at-a-time"
+	Style      string `json:"style"` // "all-at-once" or "one-by-one"
 	// ReturnedNS is when the last namespace's delete returned (its last
 	// reference dropped: the kernel only queues it for cleanup).
 	ReturnedNS int64 `json:"returned_ns"`
@@ -162,9 +162,9 @@ type NetnsTimes struct {
 
 // Styles of NetnsTimes.
 const (
-	StyleAllAtOnce  = "all-at-once"
-	StyleOneAtATime = "one-at-a-time"
-	StyleCNI        = "cni"
+	StyleAllAtOnce = "all-at-once"
+	StyleOneByOne  = "one-by-one"
+	StyleCNI       = "cni"
 )
 
 // ValidateNetnsName checks a namespace name with the rule both backends and

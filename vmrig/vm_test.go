@@ -273,7 +273,7 @@ func TestVMVeth(t *testing.T) {
 		{"--json", "netns", "add", "5", "--veth", "--lo-up"},
 		{"--json", "netns", "del", "1", "5"},
 		{"--json", "netns", "add", "3", "--veth", "--lo-up"},
-		{"--json", "netns", "del", "1", "3", "--one-at-a-time"},
+		{"--json", "netns", "del", "1", "3", "--one-by-one"},
 	})
 	want := "loaded"
 	if fetchKernel.Veth == "builtin" {
@@ -288,7 +288,7 @@ func TestVMVeth(t *testing.T) {
 			t.Errorf("guest command %d (%s) counters = %v, want %d namespaces and %d veth pairs", 2*i+1, boot.Commands[2*i].Args, add.Counters, n, n)
 		}
 		del := netnsResult(t, boot.Commands[2*i+1])
-		style := []string{ndst.StyleAllAtOnce, ndst.StyleOneAtATime}[i]
+		style := []string{ndst.StyleAllAtOnce, ndst.StyleOneByOne}[i]
 		if nt := del.Netns; nt == nil || nt.Namespaces != n || nt.Style != style || nt.GoneNS == nil || nt.DoneNS == nil || *nt.DoneNS < *nt.GoneNS {
 			t.Errorf("guest command %d (%s) netns times = %+v, want %d namespaces deleted %s with their devices' end and the cleanup's end seen", 2*i+2, boot.Commands[2*i+1].Args, nt, n, style)
 		}

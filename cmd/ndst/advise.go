@@ -14,7 +14,7 @@ func init() { subcommands = append(subcommands, newAdviseCmd) }
 
 type adviseOptions struct {
 	count, netnsCount int
-	oneByOne, oneAtATime,
+	oneByOne   bool
 	veth, loUp bool
 	runs, jobs int
 	verify     bool
@@ -43,7 +43,7 @@ and knobs, or those of the --costs table's host) unless an emulation flag is giv
 Examples:
   ndst advise                                   # 1000 devices deleted in one batch, on this host
   ndst advise --count 1000 --one-by-one
-  ndst advise --netns-count 100 --veth --one-at-a-time
+  ndst advise --netns-count 100 --veth --one-by-one
   ndst advise --count 100 --addr6 1 --ipv6-forwarding --one-by-one
   ndst advise --count 100 --child macvlan --child-del one-by-one
   ndst advise --netns-count 100 --veth --lo-up --cni
@@ -55,11 +55,12 @@ Examples:
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.count, "count", 1000, "devices created and deleted (a device workload)")
-	f.BoolVar(&o.oneByOne, "one-by-one", false, "delete the devices one by one instead of in one batch")
+	f.BoolVar(&o.oneByOne, "one-by-one", false, "delete the devices one by one instead of in one batch, or the namespaces (--netns-count) one at a time, each waited for")
 	f.IntVar(&o.netnsCount, "netns-count", 0, "namespaces created and deleted (a namespace workload; replaces --count)")
 	f.BoolVar(&o.veth, "veth", false, "namespace workload: each namespace has a veth pair into the initial namespace (a pod)")
 	f.BoolVar(&o.loUp, "lo-up", false, "namespace workload: set lo up in every namespace")
-	f.BoolVar(&o.oneAtATime, "one-at-a-time", false, "namespace workload: delete the namespaces one at a time, waiting for each one's cleanup")
+	f.BoolVar(&o.oneByOne, "one-at-a-time", false, "the earlier name of --one-by-one for namespaces")
+	_ = f.MarkHidden("one-at-a-time")
 	f.IntVar(&o.runs, "runs", 1, "runs of each emulation (seeds --seed, --seed+1, ...)")
 	f.IntVar(&o.jobs, "jobs", 0, "emulations run at once (0: one per core)")
 	f.BoolVar(&o.verify, "verify", false, "measure each runtime lever on this host's real kernel, before and after setting it, restoring it after (root)")
@@ -74,13 +75,13 @@ func (o *adviseOptions) workload(cmd *cobra.Command) (advise.Workload, error) {
 		return w, err
 	}
 	if o.netnsCount != 0 || changed("netns-count") {
-		if changed("count") || changed("one-by-one") {
-			return advise.Workload{}, ndst.Usagef("--count and --one-by-one describe a device workload; --netns-count describes a namespace one (give one of them)")
+		if changed("count") {
+			return advise.Workload{}, ndst.Usagef("--count describes a device workload; --netns-count describes a namespace one (give one of them)")
 		}
 		if o.netnsCount < 1 || o.netnsCount > ndst.MaxNetnsCount {
 			return advise.Workload{}, ndst.Usagef("--netns-count: %d is out of range; want 1..%d", o.netnsCount, ndst.MaxNetnsCount)
 		}
-		return advise.Workload{Namespaces: o.netnsCount, Veth: o.veth, LoUp: o.loUp, OneByOne: o.oneAtATime}, nil
+		return advise.Workload{Namespaces: o.netnsCount, Veth: o.veth, LoUp: o.loUp, OneByOne: o.oneByOne}, nil
 	}
 	if f := slices.IndexFunc([]string{"veth", "lo-up", "one-at-a-time"}, changed); f >= 0 {
 		return advise.Workload{}, ndst.Usagef("--%s describes a namespace workload; give --netns-count N", []string{"veth", "lo-up", "one-at-a-time"}[f])

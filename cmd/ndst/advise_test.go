@@ -20,7 +20,7 @@ func TestAdviseGolden(t *testing.T) {
 	}{
 		{"advise-1000-one-by-one.txt", []string{"advise", "--count", "1000", "--one-by-one"}},
 		{"advise-1000-batched.txt", []string{"advise", "--count", "1000"}},
-		{"advise-100-pods.txt", []string{"advise", "--netns-count", "100", "--veth", "--one-at-a-time"}},
+		{"advise-100-pods.txt", []string{"advise", "--netns-count", "100", "--veth", "--one-by-one"}},
 	} {
 		out, errOut, code := ndstRun(t, tempState(t), append(cloneArgs(adviseMachine), tc.args...)...)
 		if code != 0 {
@@ -67,7 +67,7 @@ func TestAdviseErrors(t *testing.T) {
 	}{
 		{[]string{"advise", "--veth"}, "--veth describes a namespace workload"},
 		{[]string{"advise", "--count", "0"}, "--count: 0 is out of range"},
-		{[]string{"advise", "--netns-count", "10", "--one-by-one"}, "give one of them"},
+		{[]string{"advise", "--netns-count", "10", "--count", "5"}, "give one of them"},
 		{[]string{"advise", "--runs", "0"}, "--runs: 0 is out of range"},
 		{[]string{"--param", "rcutree.nosuch=1", "advise"}, `unknown knob "rcutree.nosuch"`},
 		{[]string{"--param", "rcutree.blimit=0", "advise"}, "out of range"},

@@ -66,7 +66,7 @@ func (v *hostVerifier) Check(a *advise.Advice) error {
 // workloadOf is advise's workload as bench.Verify runs it.
 func workloadOf(w advise.Workload) bench.Workload {
 	if w.Namespaces > 0 {
-		return bench.Workload{Namespaces: w.Namespaces, Veth: w.Veth, LoUp: w.LoUp, OneAtATime: w.OneByOne}
+		return bench.Workload{Namespaces: w.Namespaces, Veth: w.Veth, LoUp: w.LoUp, OneByOne: w.OneByOne}
 	}
 	return bench.Workload{Devices: w.Devices, OneByOne: w.OneByOne}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/spf13/cobra"
@@ -62,8 +63,40 @@ func joinAnd(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + ", and " + s[len(s)-1]
 }
 
+// realTimeout is the wall-time bound of a real-kernel request: --timeout,
+// or --give-up, its earlier name on the real kernel (said in a note); 0 for
+// the backend's default.
+func (g *globalOptions) realTimeout(cmd *cobra.Command) (time.Duration, error) {
+	switch {
+	case cmd.Flags().Changed("timeout") && cmd.Flags().Changed("give-up"):
+		return 0, ndst.Usagef("--timeout and --give-up: on the real kernel give --timeout only (--give-up is the emulated kernel's, in virtual time)")
+	case cmd.Flags().Changed("timeout"):
+		if g.timeout <= 0 {
+			return 0, ndst.Usagef("--timeout must be positive, got %v", g.timeout)
+		}
+		return g.timeout, nil
+	case cmd.Flags().Changed("give-up"):
+		if g.giveUp <= 0 {
+			return 0, ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
+		}
+		g.note("note: --give-up on the real kernel is wall time; its name there is --timeout")
+		return g.giveUp, nil
+	}
+	return 0, nil
+}
+
 // checkApplicable refuses the flags that cmd would ignore.
 func (g *globalOptions) checkApplicable(cmd *cobra.Command) error {
+	switch {
+	case g.backend == "sim":
+		if err := refuse(setFlags(cmd, []string{"timeout"}), "--timeout bounds the real kernel's requests in wall time; the emulated kernel's bound is --give-up, in virtual time"); err != nil {
+			return err
+		}
+	case cmd.Name() != "del" || cmd.Parent() != cmd.Root():
+		if err := refuse(setFlags(cmd, []string{"timeout"}), "--timeout bounds the teardown requests of del on the real kernel"); err != nil {
+			return err
+		}
+	}
 	if g.json && cmd.HasParent() && cmd.Parent().Name() == "completion" {
 		return ndst.Usagef("--json: a completion script is shell code, not JSON")
 	}

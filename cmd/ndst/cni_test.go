@@ -35,3 +35,26 @@ func TestNetnsDelCNIGolden(t *testing.T) {
 		t.Errorf("--cni --one-at-a-time = exit %d, %q; want exit 2", code, e)
 	}
 }
+
+// TestOneByOneNames: netns del and advise take --one-by-one, the name del
+// and bench use for the same idea; --one-at-a-time, the earlier spelling,
+// still works and is hidden from the help.
+func TestOneByOneNames(t *testing.T) {
+	state := tempState(t)
+	for _, flag := range []string{"--one-by-one", "--one-at-a-time"} {
+		if _, e, code := ndstRun(t, state, "netns", "add", "2"); code != 0 {
+			t.Fatal(e)
+		}
+		out, e, code := ndstRun(t, state, "--json", "netns", "del", "1", "2", flag)
+		if code != 0 || !strings.Contains(out, `"style":"one-by-one"`) {
+			t.Errorf("netns del %s = exit %d, %q %q; want style one-by-one", flag, code, out, e)
+		}
+	}
+	help, _, _ := ndstRun(t, state, "netns", "del", "--help")
+	if !strings.Contains(help, "--one-by-one") || strings.Contains(help, "--one-at-a-time") {
+		t.Errorf("netns del --help should name --one-by-one only:\n%s", help)
+	}
+	if _, e, code := ndstRun(t, state, "netns", "del", "1", "2", "--cni", "--one-by-one"); code != 2 || !strings.Contains(e, "--one-by-one and --cni") {
+		t.Errorf("--cni --one-by-one = exit %d, %q", code, e)
+	}
+}

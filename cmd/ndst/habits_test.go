@@ -42,3 +42,19 @@ func TestIproute2Habits(t *testing.T) {
 		t.Errorf("del --match '[x' = exit %d, %q; want a usage error", code, e)
 	}
 }
+
+// TestTimeoutAndGiveUp: --give-up is the emulated kernel's bound (virtual
+// time), --timeout the real kernel's (wall time, del only); each is
+// refused where it would do nothing.
+func TestTimeoutAndGiveUp(t *testing.T) {
+	for _, args := range [][]string{
+		{"--timeout", "5s", "add", "1"},
+		{"--backend", "netlink", "--timeout", "5s", "list"},
+		{"--backend", "netlink", "--timeout", "5s", "--give-up", "3s", "del", "1", "2"},
+		{"--backend", "netlink", "--timeout", "-1s", "del", "1", "2"},
+	} {
+		if _, e, code := ndstRunArgs(args...); code != 2 || !strings.Contains(e, "--timeout") {
+			t.Errorf("%v = exit %d, %q; want a usage error naming --timeout", args, code, e)
+		}
+	}
+}

@@ -121,7 +121,7 @@ func TestKillAnywhereThenOneReset(t *testing.T) {
 	victims := []victim{
 		{"", "--backend netlink netns add 150 --veth --links 2 --lo-up"},
 		{"", "--backend netlink netns add 200"},
-		{"--backend netlink netns add 60 --veth", "--backend netlink netns del 1 1000 --one-at-a-time"},
+		{"--backend netlink netns add 60 --veth", "--backend netlink netns del 1 1000 --one-by-one"},
 		{"--backend netlink netns add 120 --veth", "--backend netlink netns del 1 1000"},
 		{"", "--backend netlink add 1500"},
 		{"--backend netlink add 600", "--backend netlink del 1 100000 --one-by-one"},

@@ -33,7 +33,7 @@ were gone, and when the cleanup was done.
 
   ndst netns add 100 --links 2 --veth --lo-up   # ndst1 .. ndst100
   ndst netns del 1 100                          # all at once
-  ndst netns del 1 100 --one-at-a-time          # each one's whole cleanup waited for
+  ndst netns del 1 100 --one-by-one             # each one's whole cleanup waited for
   ndst netns del 1 100 --cni                    # a CNI plugin's DEL: each pod's veth, then its namespace
   ndst netns list
   ndst list --netns ndst1                       # the devices inside one (emulated kernel)`,
@@ -126,9 +126,9 @@ func netnsAddSummary(req ndst.NetnsAddRequest) string {
 
 func newNetnsDelCmd(g *globalOptions) *cobra.Command {
 	var (
-		oneAtATime, cni bool
-		recreate        int
-		tmpl            string
+		oneByOne, cni bool
+		recreate      int
+		tmpl          string
 	)
 	cmd := &cobra.Command{
 		Use:   "del START STOP",
@@ -148,21 +148,23 @@ func newNetnsDelCmd(g *globalOptions) *cobra.Command {
 			}
 			how := "all at once"
 			switch {
-			case oneAtATime && cni:
-				return ndst.Usagef("--one-at-a-time and --cni: choose one (--cni also deletes one pod after another, waiting only for its veth)")
-			case oneAtATime:
+			case oneByOne && cni:
+				return ndst.Usagef("--one-by-one and --cni: choose one (--cni also deletes one pod after another, waiting only for its veth)")
+			case oneByOne:
 				how = "one at a time"
 			case cni:
 				how = "one pod after another (CNI DEL: the veth, then the namespace)"
 			}
 			what := fmt.Sprintf("netns del: deleting %s %d..%d %s %s", t, start, stop, how, g.where())
 			return g.netnsTimed(false, what, func(ctx context.Context, nb ndst.NetnsBackend) (*ndst.Result, error) {
-				return nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: start, Stop: stop, Template: t, OneAtATime: oneAtATime, CNI: cni, Recreate: recreate})
+				return nb.NetnsDel(ctx, ndst.NetnsDelRequest{Start: start, Stop: stop, Template: t, OneByOne: oneByOne, CNI: cni, Recreate: recreate})
 			}, "")
 		},
 	}
 	cmd.Flags().IntVar(&recreate, "recreate", 0, "as soon as the deletes return, create this many new namespaces (the next free numbers) while the cleanup runs, as a host restarting its pods does, and say whether they waited for it (emulated kernel)")
-	cmd.Flags().BoolVar(&oneAtATime, "one-at-a-time", false, "delete one namespace, wait until its whole cleanup is done (cleanup_net: devices freed, its final rcu_barrier()), then the next; no CNI plugin waits that long (see --cni)")
+	cmd.Flags().BoolVar(&oneByOne, "one-by-one", false, "delete one namespace, wait until its whole cleanup is done (cleanup_net: devices freed, its final rcu_barrier()), then the next; no CNI plugin waits that long (see --cni)")
+	cmd.Flags().BoolVar(&oneByOne, "one-at-a-time", false, "the earlier name of --one-by-one")
+	_ = cmd.Flags().MarkHidden("one-at-a-time")
 	cmd.Flags().BoolVar(&cni, "cni", false, "delete one pod after another as a CNI plugin's DEL and the runtime do: the veth from inside the namespace, waiting for that request (both ends unregistered and freed), then the namespace, whose cleanup the next pod does not wait for")
 	cmd.Flags().StringVar(&tmpl, "template", ndst.DefaultNetnsTemplate, "namespace name template with exactly one %d")
 	return cmd
@@ -254,7 +256,7 @@ func writeNetnsText(w io.Writer, r *ndst.Result, summary string, v textDetail) e
 	default:
 		style := "at once"
 		switch {
-		case r.Netns != nil && r.Netns.Style == ndst.StyleOneAtATime:
+		case r.Netns != nil && r.Netns.Style == ndst.StyleOneByOne:
 			style = "one at a time"
 		case r.Netns != nil && r.Netns.Style == ndst.StyleCNI:
 			style = "one pod after another, each veth deleted first (CNI DEL)"

@@ -44,9 +44,9 @@ func TestNetnsGolden(t *testing.T) {
 		}
 	}
 	netnsRun(t, state, "netns", "add", "3", "--veth")
-	out, _, code = netnsRun(t, state, "--json", "netns", "del", "1", "3", "--one-at-a-time")
+	out, _, code = netnsRun(t, state, "--json", "netns", "del", "1", "3", "--one-by-one")
 	if code != 0 {
-		t.Fatalf("netns del --one-at-a-time = exit %d", code)
+		t.Fatalf("netns del --one-by-one = exit %d", code)
 	}
 	golden(t, "netns-del3-one.json", maskWall(out))
 	var m struct {
@@ -63,7 +63,7 @@ func TestNetnsGolden(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("netns del --json printed %q: %v", out, err)
 	}
-	if m.Op != "netns-del" || m.Count != 3 || m.Netns.Style != "one-at-a-time" || m.Netns.GoneNS == nil || m.Netns.DoneNS == nil ||
+	if m.Op != "netns-del" || m.Count != 3 || m.Netns.Style != "one-by-one" || m.Netns.GoneNS == nil || m.Netns.DoneNS == nil ||
 		len(m.Netns.BatchSizes) != 3 {
 		t.Errorf("netns del --json = %+v", m)
 	}

@@ -124,11 +124,12 @@ func newDelCmd(g *globalOptions) *cobra.Command {
 				attribute = true
 			}
 			req := ndst.DelRequest{Start: start, Stop: stop, OneByOne: oneByOne, Stream: stream, Attribute: attribute, Match: match}
-			if g.backend != "sim" && cmd.Flags().Changed("give-up") {
-				if g.giveUp <= 0 {
-					return ndst.Usagef("--give-up must be positive, got %v", g.giveUp)
+			if g.backend != "sim" {
+				bound, err := g.realTimeout(cmd)
+				if err != nil {
+					return err
 				}
-				req.GiveUp = g.giveUp // per delete request on the real kernel
+				req.GiveUp = bound // per delete request on the real kernel (0: the backend's default)
 			}
 			return g.timed(false, what, func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
 				res, err := b.Del(ctx, req)

@@ -48,10 +48,13 @@ type globalOptions struct {
 	machineSettings []setting
 	machineNotes    []string
 	// holds, giveUp and refTracker: --hold rules, --give-up, --ref-tracker.
-	holds      []string
-	trace      string
-	giveUp     time.Duration
-	giveUpSet  bool
+	holds     []string
+	trace     string
+	giveUp    time.Duration
+	giveUpSet bool
+	// timeout is --timeout: the real kernel's wall-time bound on a
+	// teardown request (--give-up is the emulated kernel's, virtual).
+	timeout    time.Duration
 	refTracker bool
 	// watchdogSet: --watchdog was given (0 then turns the detector off).
 	watchdogSet bool
@@ -97,7 +100,8 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.costs, "costs", "", "per-operation CPU cost table (JSON, as written by 'ndst calibrate')")
 	f.StringVar(&g.state, "state", "", "state file of the emulated registry (default: $XDG_STATE_HOME/ndst/state)")
 	f.StringArrayVar(&g.holds, "hold", nil, "make a holder keep its reference: HOLDER[@DEVICE]=DURATION|forever, DEVICE a name or an ifindex (holders: in_device, arp_parms, inet6_dev, nd_parms, dst, route, socket, xfrm; repeatable)")
-	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "stop waiting for a device's references after this long and report the run as stuck (virtual time on the emulated kernel, where the default is raised to just past the line's soft-lockup report when that comes later: 66.6s on 2.6.3x)")
+	f.DurationVar(&g.giveUp, "give-up", 60*time.Second, "emulated kernel: stop waiting for a device's references after this much virtual time and report the run as stuck (the default is raised to just past the line's soft-lockup report when that comes later: 66.6s on 2.6.3x); on the real kernel the bound is --timeout")
+	f.DurationVar(&g.timeout, "timeout", 0, "real kernel (--backend netlink or module): stop waiting for a teardown request after this much wall time and report it as stuck (default: 60s and 5ms a device); the emulated kernel's bound is --give-up")
 	f.StringVar(&g.trace, "trace", "", "write the run as a Chrome trace-event JSON file (open it in Perfetto or chrome://tracing): the emulated kernel's model, or, for add, del and netns add/del on the real kernel, its scheduler and workqueue tracepoints")
 	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
 	f.StringVar(&g.machine, "machine", "", "host: run the emulated kernel as this host, or as the --costs table's host (line, HZ, CPUs, preemption model, RCU and kernel knobs; flags given win); --profile auto implies it")
@@ -140,6 +144,9 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	}
 	if g.watchdog > maxWatchdog {
 		return ndst.Usagef("--watchdog: at most %v, got %v: the kernel's soft-lockup threshold is twice watchdog_thresh, which takes 0..60 (kernel/watchdog.c; 2.6.3x: softlockup_thresh itself, 0..60)", maxWatchdog, g.watchdog)
+	}
+	if g.timeout < 0 || g.timeout > maxWait {
+		return ndst.Usagef("--timeout: want 0 (the default) to %v, got %v", maxWait, g.timeout)
 	}
 	if g.giveUp > maxWait {
 		return ndst.Usagef("--give-up: at most %v, got %v: the wait for a device's references is bounded so that no run can take days (the kernel warns every 10 s and never gives up; a reference held a day is a leak either way)", maxWait, g.giveUp)

@@ -466,7 +466,7 @@ func (b *Backend) freeNetnsNames(tmpl ndst.NetnsTemplate, count int) ([]string, 
 
 // NetnsDel implements ndst.NetnsBackend: the command drops each namespace's
 // last reference (its umount and close), one request each, and waits until
-// the kernel's cleanup is done; with OneAtATime it waits for each namespace
+// the kernel's cleanup is done; with OneByOne it waits for each namespace
 // before deleting the next.
 func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst.Result, error) {
 	if err := b.netnsUsage("netns del"); err != nil {
@@ -496,10 +496,10 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	slices.SortFunc(targets, func(a, b target) int { return cmp.Compare(a.num, b.num) })
 	style := ndst.StyleAllAtOnce
 	switch {
-	case req.OneAtATime && req.CNI:
-		return nil, ndst.Usagef("--one-at-a-time and --cni: choose one (--cni also deletes one pod after another, waiting only for its veth)")
-	case req.OneAtATime:
-		style = ndst.StyleOneAtATime
+	case req.OneByOne && req.CNI:
+		return nil, ndst.Usagef("--one-by-one and --cni: choose one (--cni also deletes one pod after another, waiting only for its veth)")
+	case req.OneByOne:
+		style = ndst.StyleOneByOne
 	case req.CNI:
 		style = ndst.StyleCNI
 	}
@@ -513,7 +513,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			return nil, err
 		}
 	}
-	res := b.newResult("netns-del", b.r.profile.Netns.DeviceExitBatch && !req.OneAtATime && !req.CNI)
+	res := b.newResult("netns-del", b.r.profile.Netns.DeviceExitBatch && !req.OneByOne && !req.CNI)
 	wall := time.Now()
 	k, err := b.boot(ctx)
 	if err != nil {
@@ -546,7 +546,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			ns.Put(t, n)
 			returnToUser(t)
 			returned = t.Now()
-			if req.OneAtATime && !ns.WaitDone(t, list[i:i+1], bound) {
+			if req.OneByOne && !ns.WaitDone(t, list[i:i+1], bound) {
 				return
 			}
 		}
@@ -753,7 +753,7 @@ func explainNetns(r *resolved, res *ndst.Result) []string {
 	switch {
 	case !r.profile.Netns.Batched:
 		out = append(out, fmt.Sprintf("kernel %s cleans up one namespace per run; from 2.6.33 (2b035b399707) one run takes every namespace queued so far, so its waits are paid once for all of them", r.profile.Name))
-	case n.Style == ndst.StyleOneAtATime && runs > 1:
+	case n.Style == ndst.StyleOneByOne && runs > 1:
 		out = append(out, fmt.Sprintf("each namespace waited for its own run (%s a namespace); deleted at once they would share runs, and their waits, as the kernel batches every namespace queued while a run is under way",
 			dur(total/int64(runs))))
 	}

@@ -131,7 +131,7 @@ func TestNetnsDelTimes(t *testing.T) {
 		if _, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 10, Veth: true, LoUp: true}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 10, OneAtATime: one})
+		res, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 10, OneByOne: one})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func BenchmarkNetnsRatios(b *testing.B) {
 	if err := os.WriteFile(file, []byte(batch.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var ndAdd, ipAdd, ipBatch, allAtOnce, oneAtATime time.Duration
+	var ndAdd, ipAdd, ipBatch, allAtOnce, oneByOne time.Duration
 	var rAll, rOne *ndst.Result
 	for range b.N {
 		t0 := time.Now()
@@ -86,8 +86,8 @@ func BenchmarkNetnsRatios(b *testing.B) {
 		}
 		time.Sleep(time.Second)
 		t0 = time.Now()
-		rOne, err = be.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: n, Template: tmpl, OneAtATime: true})
-		oneAtATime = time.Since(t0)
+		rOne, err = be.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: n, Template: tmpl, OneByOne: true})
+		oneByOne = time.Since(t0)
 		if err != nil || rOne.Count != n || rOne.Netns.DoneNS == nil {
 			b.Fatalf("NetnsDel(one at a time) = %+v, %v", rOne, err)
 		}
@@ -115,7 +115,7 @@ func BenchmarkNetnsRatios(b *testing.B) {
 		return s
 	}
 	b.Logf("delete all at once, until the cleanup is done: %s (command %.0f ms)", describe(rAll), ms(allAtOnce))
-	b.Logf("delete one at a time, each waited for:         %s (command %.0f ms)", describe(rOne), ms(oneAtATime))
+	b.Logf("delete one at a time, each waited for:         %s (command %.0f ms)", describe(rOne), ms(oneByOne))
 	b.Logf("all at once is %.1fx faster (want >= 10) %s", speedup, verdict(speedup >= 10))
 }
 

@@ -85,8 +85,8 @@ func TestNetnsRoundTrip(t *testing.T) {
 		t.Errorf("someone else's %s was touched: %v", other, err)
 	}
 	add(2)
-	r, err = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 3, Template: tmpl, OneAtATime: true})
-	if err != nil || r.Count != 2 || r.Netns == nil || r.Netns.DoneNS == nil || r.Netns.Style != ndst.StyleOneAtATime {
+	r, err = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 3, Template: tmpl, OneByOne: true})
+	if err != nil || r.Count != 2 || r.Netns == nil || r.Netns.DoneNS == nil || r.Netns.Style != ndst.StyleOneByOne {
 		t.Fatalf("NetnsDel(one at a time) = %+v, %v", r, err)
 	}
 	if r.Netns.Batches != nil && *r.Netns.Batches != 2 {
@@ -142,7 +142,7 @@ func TestNetnsInterrupted(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { time.Sleep(5 * time.Millisecond); cancel() }()
-	r, err = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 1000, Template: tmpl, OneAtATime: true})
+	r, err = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 1000, Template: tmpl, OneByOne: true})
 	if err == nil || r == nil || r.Count >= made+5 {
 		t.Fatalf("NetnsDel cancelled = %+v, %v; want an interruption before the end", r, err)
 	}

@@ -155,7 +155,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 	}
 	klog := b.openKernelLog(res)
 	defer klog.close()
-	d := &nsDelete{b: b, res: res, klog: &klog, targets: targets, oneAtATime: req.OneAtATime, cni: req.CNI}
+	d := &nsDelete{b: b, res: res, klog: &klog, targets: targets, oneByOne: req.OneByOne, cni: req.CNI}
 	if err := d.prepare(); err != nil {
 		d.close()
 		return fail(res, fmt.Errorf("netns del: %w; nothing was deleted", err))
@@ -178,11 +178,11 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 
 // nsDelete is one netns del in progress.
 type nsDelete struct {
-	b          *Backend
-	res        *ndst.Result
-	klog       *kernelLog
-	targets    []*nsTarget
-	oneAtATime bool
+	b        *Backend
+	res      *ndst.Result
+	klog     *kernelLog
+	targets  []*nsTarget
+	oneByOne bool
 	// cni deletes each target's veth from inside it first, and cniDel is
 	// how long each of those deletes took (netnsdelcni_linux.go).
 	cni    bool
@@ -284,7 +284,7 @@ func (d *nsDelete) prepare() error {
 	}
 	if d.wq, err = openCleanupWatch("cleanup_net"); err != nil {
 		n := 1
-		if d.oneAtATime {
+		if d.oneByOne {
 			n = len(d.targets)
 		}
 		b.notef(d.res, "cleanup end from marker namespaces (the workqueue tracepoints cannot be used: %v): each one deleted adds its own cleanup run", err)
@@ -333,13 +333,13 @@ func (d *nsDelete) run(ctx context.Context) error {
 		if err := removeNamespace(t); err != nil {
 			return err
 		}
-		if d.oneAtATime {
+		if d.oneByOne {
 			if err := d.wait(ctx, d.targets[i:i+1], limit); err != nil {
 				return err
 			}
 		}
 	}
-	if d.oneAtATime {
+	if d.oneByOne {
 		return nil
 	}
 	return d.wait(ctx, d.targets, limit)
@@ -539,8 +539,8 @@ func (d *nsDelete) kernelReturns() int {
 func (d *nsDelete) report() {
 	res := d.res
 	style := ndst.StyleAllAtOnce
-	if d.oneAtATime {
-		style = ndst.StyleOneAtATime
+	if d.oneByOne {
+		style = ndst.StyleOneByOne
 	}
 	if d.cni {
 		style = ndst.StyleCNI

@@ -51,7 +51,7 @@ func TestNetnsDelTimesOrdered(t *testing.T) {
 	defer restore()
 	for _, tracepoints := range []bool{true, false} {
 		for _, one := range []bool{false, true} {
-			name := fmt.Sprintf("tracepoints=%v one-at-a-time=%v", tracepoints, one)
+			name := fmt.Sprintf("tracepoints=%v one-by-one=%v", tracepoints, one)
 			restore()
 			if !tracepoints {
 				noTrace()
@@ -60,7 +60,7 @@ func TestNetnsDelTimesOrdered(t *testing.T) {
 			if r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 4, Template: tmpl, Veth: true, LoUp: true}); err != nil || r.Count != 4 {
 				t.Fatalf("%s: NetnsAdd = %+v, %v", name, r, err)
 			}
-			r, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 4, Template: tmpl, OneAtATime: one})
+			r, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 4, Template: tmpl, OneByOne: one})
 			if err != nil || r.Count != 4 || r.Netns == nil {
 				t.Fatalf("%s: NetnsDel = %+v, %v", name, r, err)
 			}
