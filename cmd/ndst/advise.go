@@ -14,11 +14,11 @@ func init() { subcommands = append(subcommands, newAdviseCmd) }
 
 type adviseOptions struct {
 	count, netnsCount int
-	oneByOne   bool
-	veth, loUp bool
-	runs, jobs int
-	verify     bool
-	verifier   *hostVerifier
+	oneByOne          bool
+	veth, loUp        bool
+	runs, jobs        int
+	verify            bool
+	verifier          *hostVerifier
 	// wl are the flags of the workloads of adviseworkload.go.
 	wl adviseWorkloadFlags
 }
