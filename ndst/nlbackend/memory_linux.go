@@ -235,7 +235,7 @@ func (b *Backend) netnsMemGuard(req ndst.NetnsAddRequest) (*nsMemGuard, error) {
 	}
 	g.base = mem
 	if need := g.floor * float64(req.Count); mem.usable() == 0 || need > float64(mem.usable()) {
-		return nil, fmt.Errorf("netns add %d: %s would need at least %s of kernel memory (%s per namespace, the least measured on this project's host); "+
+		return nil, ndst.Usagef("netns add %d: %s would need at least %s of kernel memory (%s per namespace, the least measured on this project's host); "+
 			"%s is available (%s %s less %s kept for the system); nothing was created; --no-memory-check overrides",
 			req.Count, plural(req.Count, "namespace")+withLinks(g.units), humanBytes(need), humanBytes(g.floor),
 			humanBytes(float64(mem.usable())), mem.availWhat(), humanBytes(float64(mem.avail)), humanBytes(float64(mem.reserve())))

@@ -163,7 +163,7 @@ func TestNetnsMemoryBound(t *testing.T) {
 	// A million at the floor (180 KiB + 4 links): 326 GiB.
 	calls := fakeMeminfo(t, m0)
 	r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1000000, Template: tmpl, Links: 4})
-	if err == nil || r != nil || !strings.Contains(err.Error(), "would need at least 324.2 GiB") || !strings.Contains(err.Error(), "nothing was created") {
+	if !ndst.IsUsage(err) || r != nil || !strings.Contains(err.Error(), "would need at least 324.2 GiB") || !strings.Contains(err.Error(), "nothing was created") {
 		t.Fatalf("NetnsAdd(1000000) with 20 GiB = %+v, %v; want a refusal before anything", r, err)
 	}
 	t.Logf("%v (meminfo read %d times)", err, *calls)

@@ -37,7 +37,9 @@ type ResetReport struct {
 	InUse      []string `json:"namespaces_in_use,omitempty"`
 	// Notes say what else was cleaned up, or could not be.
 	Notes  []string `json:"notes,omitempty"`
-	WallNS int64    `json:"wall_ns"`
+	// Error is why reset did not finish ("" when it did).
+	Error  string `json:"error,omitempty"`
+	WallNS int64  `json:"wall_ns"`
 }
 
 // Lines is the report as lines of text.

@@ -118,6 +118,9 @@ func reset(ctx context.Context, o Options, all bool) (*ResetReport, error) {
 	if n := identityNote(); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
+	if homeErr != nil {
+		rep.Result, rep.Error = ndst.ResultError, homeErr.Error()
+	}
 	return rep, homeErr
 }
 
