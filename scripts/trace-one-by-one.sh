@@ -165,6 +165,9 @@ trap 'exit 129' HUP
 # outright the namespace goes away with the mount namespace.
 mkdir -p /run/netns && mount -t tmpfs -o size=1m,mode=0755 ndst-trace /run/netns ||
 	die "cannot mount a private /run/netns"
+# ndst's ownership records of them, private the same way.
+mkdir -p /run/ndst/netns && mount -t tmpfs -o size=1m,mode=0755 ndst-trace-records /run/ndst/netns ||
+	die "cannot mount a private /run/ndst/netns"
 if ! grep -q ' /sys/kernel/tracing tracefs ' /proc/self/mounts; then
 	mount -t tracefs nodev /sys/kernel/tracing || die "cannot mount tracefs"
 fi

@@ -149,6 +149,11 @@ func identityOf(fd int) (nsIdentity, error) {
 // record is one ownership record.
 type record struct {
 	id nsIdentity
+	// dir is the device of the netnsDir the namespace was mounted in: a
+	// process in a mount namespace of its own may have a /run/netns of its
+	// own (a tmpfs) beside the machine's /run/ndst, and its records must
+	// not be judged against another /run/netns, nor pruned from it.
+	dir uint64
 	// creator is the PID and start time (clock ticks after boot,
 	// /proc/PID/stat field 22) of the process that created the namespace.
 	pid   int
@@ -156,12 +161,25 @@ type record struct {
 }
 
 // recordFormat is the first line of a record.
-const recordFormat = "ndst netns owner 1"
+const recordFormat = "ndst netns owner 2"
 
 func (r record) encode() []byte {
-	return fmt.Appendf(nil, "%s\nid %s %d\ninode %d %d\ncreator %d %d\n",
-		recordFormat, r.id.Kind, r.id.ID, r.id.Ino.dev, r.id.Ino.ino, r.pid, r.start)
+	return fmt.Appendf(nil, "%s\nid %s %d\ninode %d %d\ndir %d\ncreator %d %d\n",
+		recordFormat, r.id.Kind, r.id.ID, r.id.Ino.dev, r.id.Ino.ino, r.dir, r.pid, r.start)
 }
+
+// netnsDirDev is the device of netnsDir (0 when it cannot be read).
+func netnsDirDev() uint64 {
+	var st unix.Stat_t
+	if unix.Stat(netnsDir, &st) != nil {
+		return 0
+	}
+	return st.Dev
+}
+
+// errOtherDir marks a record written for another /run/netns (see
+// record.dir).
+var errOtherDir = errors.New("it was recorded for another /run/netns (that of another mount namespace)")
 
 // errLegacyRecord marks a record of an ndst from before identities: the
 // inode alone, which the kernel reuses.
@@ -173,8 +191,8 @@ func parseRecord(b []byte) (record, error) {
 	if len(lines) == 1 && len(strings.Fields(lines[0])) == 2 {
 		return record{}, errLegacyRecord
 	}
-	if len(lines) != 4 || lines[0] != recordFormat {
-		return record{}, errors.New("not an ndst ownership record")
+	if len(lines) != 5 || lines[0] != recordFormat {
+		return record{}, errors.New("not an ndst ownership record of this version")
 	}
 	var r record
 	var kind string
@@ -188,8 +206,11 @@ func parseRecord(b []byte) (record, error) {
 	if n, err := fmt.Sscanf(lines[2], "inode %d %d", &r.id.Ino.dev, &r.id.Ino.ino); n != 2 || err != nil {
 		return record{}, fmt.Errorf("bad inode line %q", lines[2])
 	}
-	if n, err := fmt.Sscanf(lines[3], "creator %d %d", &r.pid, &r.start); n != 2 || err != nil {
-		return record{}, fmt.Errorf("bad creator line %q", lines[3])
+	if n, err := fmt.Sscanf(lines[3], "dir %d", &r.dir); n != 1 || err != nil {
+		return record{}, fmt.Errorf("bad dir line %q", lines[3])
+	}
+	if n, err := fmt.Sscanf(lines[4], "creator %d %d", &r.pid, &r.start); n != 2 || err != nil {
+		return record{}, fmt.Errorf("bad creator line %q", lines[4])
 	}
 	if !bytes.Equal(r.encode(), b) {
 		return record{}, errors.New("not in the form ndst writes")
@@ -215,7 +236,7 @@ func writeRecord(name string, id nsIdentity) error {
 	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", ownerDir, err)
 	}
-	r := record{id: id, pid: os.Getpid(), start: selfStart()}
+	r := record{id: id, dir: netnsDirDev(), pid: os.Getpid(), start: selfStart()}
 	if err := safefile.Replace(ownerPath(name), 0o644, r.encode(), &safefile.ReplaceOptions{TempPattern: ".tmp-*"}); err != nil {
 		return fmt.Errorf("write the ownership record of %s: %w", name, err)
 	}
@@ -301,6 +322,9 @@ func scanNetns() ([]namespace, error) {
 func judgeEntry(name string) namespace {
 	n := namespace{Name: name}
 	rec, rerr := readRecord(name)
+	if rerr == nil && rec.dir != netnsDirDev() {
+		rerr = errOtherDir
+	}
 	p := nsPath(name)
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -454,6 +478,7 @@ func pruneLocked(existing []namespace) ([]namespace, pruned) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		p.Failed = append(p.Failed, fmt.Sprintf("list %s: %v", ownerDir, err))
 	}
+	dirDev := netnsDirDev()
 	byName := map[string]namespace{}
 	for _, n := range kept {
 		byName[n.Name] = n
@@ -473,6 +498,9 @@ func pruneLocked(existing []namespace) ([]namespace, pruned) {
 		}
 		if strings.HasPrefix(name, ".") {
 			continue
+		}
+		if rec, err := readRecord(name); err == nil && rec.dir != dirDev {
+			continue // another /run/netns's (see record.dir)
 		}
 		n, ok := byName[name]
 		// A record is dropped when no file has its name, or when the

@@ -325,14 +325,15 @@ func TestIdentityKinds(t *testing.T) {
 // TestRecordFormat: records round-trip; anything else, an older ndst's
 // inode-only record above all, is not taken for ndst's.
 func TestRecordFormat(t *testing.T) {
-	r := record{id: nsIdentity{Kind: kindNsid, ID: 4097, Ino: nsID{4, 4026532316}}, pid: 1234, start: 98765}
+	r := record{id: nsIdentity{Kind: kindNsid, ID: 4097, Ino: nsID{4, 4026532316}}, dir: 25, pid: 1234, start: 98765}
 	got, err := parseRecord(r.encode())
 	if err != nil || got != r {
 		t.Fatalf("parseRecord(encode(%+v)) = %+v, %v", r, got, err)
 	}
-	for _, bad := range []string{"", "4 4026532316\n", "ndst netns owner 1\nid nsid 1\ninode 4 5\n", "ndst netns owner 2\nid nsid 1\ninode 4 5\ncreator 1 2\n",
-		"ndst netns owner 1\nid uuid 1\ninode 4 5\ncreator 1 2\n", "ndst netns owner 1\nid nsid 01\ninode 4 5\ncreator 1 2\n",
-		"ndst netns owner 1\nid nsid 1\ninode 4 5\ncreator 1 2\nextra\n"} {
+	for _, bad := range []string{"", "4 4026532316\n", "ndst netns owner 2\nid nsid 1\ninode 4 5\n", "ndst netns owner 3\nid nsid 1\ninode 4 5\ndir 1\ncreator 1 2\n",
+		"ndst netns owner 1\nid nsid 1\ninode 4 5\ncreator 1 2\n",
+		"ndst netns owner 2\nid uuid 1\ninode 4 5\ndir 1\ncreator 1 2\n", "ndst netns owner 2\nid nsid 01\ninode 4 5\ndir 1\ncreator 1 2\n",
+		"ndst netns owner 2\nid nsid 1\ninode 4 5\ndir 1\ncreator 1 2\nextra\n"} {
 		if _, err := parseRecord([]byte(bad)); err == nil {
 			t.Errorf("parseRecord(%q) = nil error, want a refusal", bad)
 		}
@@ -468,5 +469,54 @@ func TestInterruptedBatchDeleteIsTrue(t *testing.T) {
 	t.Logf("interrupted: %v; %d of %d gone afterwards", err, gone, n)
 	if r.Count != gone && !strings.Contains(err.Error(), "the request in flight, 10000 devices in one batch") {
 		t.Errorf("an interrupted batch reported %d deleted (%v), but %d are gone; want the count exact or the request in flight named", r.Count, err, gone)
+	}
+}
+
+// TestRecordsOfAnotherRunNetns: a process in a mount namespace with a
+// /run/netns of its own (a tmpfs) but the machine's /run/ndst writes its
+// records beside the machine's: the machine's ndst neither prunes them nor
+// judges its namespaces by them, and the other way round.
+func TestRecordsOfAnotherRunNetns(t *testing.T) {
+	skipUnlessRoot(t)
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	tmpl := netnsTemplate(t)
+	ctx := context.Background()
+	if r, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 1, Template: tmpl}); err != nil || r.Count != 1 {
+		t.Fatalf("NetnsAdd(1) = %+v, %v", r, err)
+	}
+	other := netnsDirDev() + 1
+	write := func(name string, r record) {
+		t.Helper()
+		if err := os.WriteFile(ownerPath(name), r.encode(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another /run/netns's record of a name this one lacks: kept.
+	write("elsewhere1", record{id: nsIdentity{Kind: identityKind(), ID: 99, Ino: nsID{1, 1}}, dir: other, pid: 1, start: 1})
+	t.Cleanup(func() { os.Remove(ownerPath("elsewhere1")) })
+	// Ndst's namespace here, its record rewritten as another /run/netns's:
+	// not ndst's here.
+	rec, err := readRecord(tmpl.Name(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := rec
+	rec.dir = other
+	write(tmpl.Name(1), rec)
+	if n := judgeEntry(tmpl.Name(1)); n.Ours || !strings.Contains(n.Why, "another /run/netns") {
+		t.Errorf("a namespace judged by another /run/netns's record: %+v", n)
+	}
+	if _, err := ResetAll(ctx, Options{Netns: b.o.Netns + "-none"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRecord("elsewhere1"); err != nil {
+		t.Errorf("reset pruned another /run/netns's record: %v", err)
+	}
+	if _, err := os.Stat(nsPath(tmpl.Name(1))); err != nil {
+		t.Errorf("reset deleted a namespace by another /run/netns's record: %v", err)
+	}
+	write(tmpl.Name(1), good)
+	if r, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 1, Template: tmpl}); err != nil || r.Count != 1 {
+		t.Errorf("NetnsDel once the record is this /run/netns's again = %+v, %v", r, err)
 	}
 }
