@@ -36,7 +36,7 @@ type ResetReport struct {
 	Namespaces []string `json:"namespaces_deleted,omitempty"`
 	InUse      []string `json:"namespaces_in_use,omitempty"`
 	// Notes say what else was cleaned up, or could not be.
-	Notes  []string `json:"notes,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 	// Error is why reset did not finish ("" when it did).
 	Error  string `json:"error,omitempty"`
 	WallNS int64  `json:"wall_ns"`
