@@ -121,6 +121,10 @@ type Netns struct {
 	// Foreign is true for a namespace ndst did not create; it is never
 	// deleted.
 	Foreign bool `json:"foreign,omitempty"`
+	// Leftover is true for an empty file an ndst killed while it created
+	// or deleted the namespace left (with its ownership record): not a
+	// namespace; the next netns add, netns del or reset removes it.
+	Leftover bool `json:"leftover,omitempty"`
 }
 
 // NetnsTimes is what a namespace delete measured. Times are from the start of

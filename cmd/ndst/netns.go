@@ -387,7 +387,10 @@ func (g *globalOptions) printNetnsList(backend string, list []ndst.Netns) error 
 	fmt.Fprintln(tw, "NAME\tDEVICES\tLO\tVETH PEERS")
 	for _, n := range list {
 		name := n.Name
-		if n.Foreign {
+		switch {
+		case n.Leftover:
+			name += " (left by an interrupted ndst; reset removes it)"
+		case n.Foreign:
 			name += " (not ndst's)"
 		}
 		lo := "down"

@@ -37,7 +37,7 @@ func (b *Backend) NetnsList(ctx context.Context, _ ndst.NetnsListRequest) ([]nds
 		if n.ID == b.id {
 			continue // ndst's own namespace, where the veth pairs' host ends are
 		}
-		x := ndst.Netns{Name: n.Name, Foreign: !n.Ours}
+		x := ndst.Netns{Name: n.Name, Foreign: !n.Ours && !n.Leftover, Leftover: n.Leftover}
 		if n.ID != (nsID{}) {
 			fd, err := unix.Open(nsPath(n.Name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 			if err == nil && isNetnsFD(fd) {

@@ -384,6 +384,24 @@ func TestLeftoversOfAKilledNdst(t *testing.T) {
 	mustRun(t, "ip", "netns", "add", tmpl.Name(22))
 	t.Cleanup(func() { os.Remove(nsPath(tmpl.Name(21))); exec.Command("ip", "netns", "del", tmpl.Name(22)).Run() })
 
+	// Listed as what they are: the leftover as ndst's, the look-alike
+	// as someone else's.
+	list, err := b.NetnsList(ctx, ndst.NetnsListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range list {
+		switch n.Name {
+		case tmpl.Name(12):
+			if !n.Leftover || n.Foreign {
+				t.Errorf("the leftover of a killed ndst is listed as %+v, want ndst's leftover", n)
+			}
+		case tmpl.Name(21), tmpl.Name(22):
+			if !n.Foreign || n.Leftover {
+				t.Errorf("someone else's %s is listed as %+v", n.Name, n)
+			}
+		}
+	}
 	rep, err := ResetAll(ctx, Options{Netns: b.o.Netns + "-none"})
 	if err != nil {
 		t.Fatalf("ResetAll = %+v, %v", rep, err)
