@@ -86,9 +86,9 @@ func fakeKernel(t *testing.T, knobs map[string]string, ro ...string) string {
 			t.Fatal(err)
 		}
 	}
-	oldRoot, oldDir := sysRoot, Dir
-	sysRoot, Dir = root, filepath.Join(t.TempDir(), "ndst")
-	t.Cleanup(func() { sysRoot, Dir = oldRoot, oldDir })
+	oldRoot, oldDir, oldSettle := sysRoot, Dir, settle
+	sysRoot, Dir, settle = root, filepath.Join(t.TempDir(), "ndst"), 0
+	t.Cleanup(func() { sysRoot, Dir, settle = oldRoot, oldDir, oldSettle })
 	return root
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ndst-project/ndst/safefile"
 )
@@ -196,15 +197,9 @@ func restore(c Change, notef func(string, ...any), live bool) error {
 		notef("left %s at %s: it was changed to that after ndst set %s (ndst's value before was %s)", c.Path, now, c.Wrote, c.Before)
 		return nil
 	}
-	if err := writeKnob(c.Path, c.Before); err != nil {
-		return fmt.Errorf("restore %s to %s: %w", c.Path, c.Before, err)
-	}
-	back, err := readKnob(c.Path)
+	back, err := put(c)
 	if err != nil {
-		return fmt.Errorf("restore %s: %w", c.Path, err)
-	}
-	if back != c.Before {
-		return fmt.Errorf("restore %s: wrote %s, it reads %s", c.Path, c.Before, back)
+		return err
 	}
 	how := ""
 	if !c.ours(now) {
@@ -212,6 +207,41 @@ func restore(c Change, notef func(string, ...any), live bool) error {
 	}
 	notef("restored %s%s", Describe(c, now, back), how)
 	return nil
+}
+
+// settle is how long a restored knob must keep its value: the kernel may
+// have read the value ndst wrote just before the restore and write back
+// its clamped form just after it (rcu_jiffies_till_stall_check() reads
+// rcu_cpu_stall_timeout, and writes 300 over it when it was above); a grace
+// period starts within a few jiffies.
+var settle = 30 * time.Millisecond
+
+// put writes c.Before and checks that it reads back, and still does after
+// settle; a value the kernel wrote back over it is written again (three
+// tries).
+func put(c Change) (string, error) {
+	for try := 0; ; try++ {
+		if err := writeKnob(c.Path, c.Before); err != nil {
+			return "", fmt.Errorf("restore %s to %s: %w", c.Path, c.Before, err)
+		}
+		back, err := readKnob(c.Path)
+		if err != nil {
+			return "", fmt.Errorf("restore %s: %w", c.Path, err)
+		}
+		if back != c.Before {
+			return "", fmt.Errorf("restore %s: wrote %s, it reads %s", c.Path, c.Before, back)
+		}
+		time.Sleep(settle)
+		if back, err = readKnob(c.Path); err != nil {
+			return "", fmt.Errorf("restore %s: %w", c.Path, err)
+		}
+		if back == c.Before {
+			return back, nil
+		}
+		if try == 2 {
+			return "", fmt.Errorf("restore %s: wrote %s three times, and the kernel set it to %s each time after", c.Path, c.Before, back)
+		}
+	}
 }
 
 // loadRecord reads the restore record; nil when there is none.

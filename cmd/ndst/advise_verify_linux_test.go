@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,12 +171,16 @@ func TestVerifyRestoredOnPanic(t *testing.T) {
 	}
 	knobsettest.HoldRealKernelLock(t, 20*time.Minute)
 	before := readKnob(t, stall)
+	n, err := strconv.Atoi(before)
+	if err != nil {
+		t.Fatalf("%s reads %q", stall, before)
+	}
 	var stderr strings.Builder
 	g := &globalOptions{stdout: io.Discard, stderr: &stderr, netns: "ndst", kind: "ifb", waitLock: time.Second}
 	panicked := func() (p any) {
 		defer func() { p = recover() }()
 		_, _ = g.verifyLevers(context.Background(), bench.Workload{Devices: 2, OneByOne: true},
-			[]bench.Lever{{Name: "rcupdate.rcu_cpu_stall_timeout", Path: stall, Value: before + "1"}}, 1,
+			[]bench.Lever{{Name: "rcupdate.rcu_cpu_stall_timeout", Path: stall, Value: strconv.Itoa(n + 1)}}, 1,
 			func(line string) {
 				if strings.HasPrefix(line, "set ") {
 					panic("injected after " + line)
@@ -194,7 +199,7 @@ func TestVerifyRestoredOnPanic(t *testing.T) {
 		t.Error("a restore record is left after the panic")
 	}
 	if !strings.Contains(stderr.String(), "restored rcupdate.rcu_cpu_stall_timeout") {
-		t.Errorf("stderr does not say the knob was put back:\n%s", stderr.String())
+		t.Errorf("stderr does not say the knob was put back:\n%s (panic: %v)", stderr.String(), panicked)
 	}
 }
 
