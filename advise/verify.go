@@ -26,6 +26,10 @@ type Measurement struct {
 	// with the lever.
 	BeforeNS int64 `json:"before_ns"`
 	AfterNS  int64 `json:"after_ns"`
+	// BeforeRunsNS and AfterRunsNS are the runs the times are the medians
+	// of (how far they spread is what a comparison can resolve).
+	BeforeRunsNS []int64 `json:"before_runs_ns,omitempty"`
+	AfterRunsNS  []int64 `json:"after_runs_ns,omitempty"`
 	// Skipped says why the lever was not measured (a read-only file, a
 	// container, ...); the times are then zero.
 	Skipped string `json:"skipped,omitempty"`

@@ -32,10 +32,12 @@ type LeverRow struct {
 	Error       float64 `json:"relative_error"`
 	BeforeError float64 `json:"relative_error_before"`
 	// PredictedEffect and MeasuredEffect are "faster", "slower" or "none"
-	// (within EffectThreshold); SignRight says they agree.
-	PredictedEffect string `json:"predicted_effect"`
-	MeasuredEffect  string `json:"measured_effect"`
-	SignRight       bool   `json:"sign_right"`
+	// (within Threshold: EffectThreshold, or the spread of the measured
+	// runs if larger); SignRight says they agree.
+	Threshold       float64 `json:"effect_threshold"`
+	PredictedEffect string  `json:"predicted_effect"`
+	MeasuredEffect  string  `json:"measured_effect"`
+	SignRight       bool    `json:"sign_right"`
 }
 
 // LeverPrediction is the outcome of PredictLever.
@@ -90,8 +92,9 @@ func PredictLever(ctx context.Context, s *PredictSpec, with *Recorded, lever []s
 		row := LeverRow{Count: b.Count, Batch: b.Batch,
 			MeasuredBeforeNS: b.MeasuredNS, MeasuredAfterNS: a.MeasuredNS,
 			PredictedBeforeNS: b.PredictedNS, PredictedAfterNS: a.PredictedNS,
-			Error: a.Error, BeforeError: b.Error,
-			PredictedEffect: Effect(b.PredictedNS, a.PredictedNS), MeasuredEffect: Effect(b.MeasuredNS, a.MeasuredNS)}
+			Error: a.Error, BeforeError: b.Error, Threshold: Threshold(b.MeasuredRuns, a.MeasuredRuns)}
+		row.PredictedEffect = EffectWithin(b.PredictedNS, a.PredictedNS, row.Threshold)
+		row.MeasuredEffect = EffectWithin(b.MeasuredNS, a.MeasuredNS, row.Threshold)
 		row.SignRight = row.PredictedEffect == row.MeasuredEffect
 		if row.SignRight {
 			lp.Signs++
@@ -138,7 +141,7 @@ func (lp *LeverPrediction) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "%d of %d deletes predicted within %.0f%% with the lever; the effect's sign right in %d of %d (an effect within %.0f%% counts as none)\n",
+	fmt.Fprintf(&b, "%d of %d deletes predicted within %.0f%% with the lever; the effect's sign right in %d of %d (an effect within %.0f%%, or within the runs' own spread when larger, counts as none)\n",
 		lp.Within, len(lp.Rows), 100*PredictThreshold, lp.Signs, len(lp.Rows), 100*EffectThreshold)
 	_, err := io.WriteString(w, b.String())
 	return err

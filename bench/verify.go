@@ -112,8 +112,29 @@ type VerifySpec struct {
 }
 
 // EffectThreshold is the relative change below which a lever counts as
-// having no effect, measured or predicted.
+// having no effect, measured or predicted, when the measurements spread
+// less than that.
 const EffectThreshold = 0.05
+
+// Spread is how far a measurement's runs spread: (max-min)/median; 0 for
+// fewer than two runs.
+func Spread(xs []int64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	st := Summarize(xs)
+	if st.Median <= 0 {
+		return 0
+	}
+	return float64(st.Max-st.Min) / float64(st.Median)
+}
+
+// Threshold is the change a comparison of runs without and with a lever
+// can resolve: EffectThreshold, or the larger spread of the two sets of
+// runs.
+func Threshold(before, after []int64) float64 {
+	return max(EffectThreshold, Spread(before), Spread(after))
+}
 
 // VerifyRow is one lever's verification.
 type VerifyRow struct {
@@ -133,10 +154,12 @@ type VerifyRow struct {
 	Error       float64 `json:"relative_error"`
 	BeforeError float64 `json:"relative_error_before"`
 	// PredictedEffect and MeasuredEffect are "faster", "slower" or "none"
-	// (a change within EffectThreshold); SignRight says they agree.
-	PredictedEffect string `json:"predicted_effect,omitempty"`
-	MeasuredEffect  string `json:"measured_effect,omitempty"`
-	SignRight       bool   `json:"sign_right"`
+	// (a change within Threshold: EffectThreshold, or the spread of the
+	// runs if larger, for both); SignRight says they agree.
+	Threshold       float64 `json:"effect_threshold"`
+	PredictedEffect string  `json:"predicted_effect,omitempty"`
+	MeasuredEffect  string  `json:"measured_effect,omitempty"`
+	SignRight       bool    `json:"sign_right"`
 }
 
 // Verification is the outcome of Verify.
@@ -150,14 +173,17 @@ type Verification struct {
 
 // Effect classifies a change from before to after: "faster", "slower", or
 // "none" within EffectThreshold ("" without a time before).
-func Effect(before, after int64) string {
+func Effect(before, after int64) string { return EffectWithin(before, after, EffectThreshold) }
+
+// EffectWithin is Effect with a change of up to threshold counting as none.
+func EffectWithin(before, after int64, threshold float64) string {
 	if before <= 0 {
 		return ""
 	}
 	switch d := float64(after-before) / float64(before); {
-	case d < -EffectThreshold:
+	case d < -threshold:
 		return "faster"
-	case d > EffectThreshold:
+	case d > threshold:
 		return "slower"
 	}
 	return "none"
@@ -197,7 +223,7 @@ func Verify(ctx context.Context, s *VerifySpec) (v *Verification, err error) {
 	defer r.close()
 	v.LoadAvg = append(v.LoadAvg, calibrate.LoadAvg())
 	for _, l := range s.Levers {
-		row := VerifyRow{Lever: l, PredictedEffect: Effect(l.PredictedBeforeNS, l.PredictedAfterNS)}
+		row := VerifyRow{Lever: l}
 		if err := s.Check(l.Path); err != nil {
 			if !errors.Is(err, knobset.ErrNotWritable) {
 				return v, err
@@ -245,7 +271,9 @@ func Verify(ctx context.Context, s *VerifySpec) (v *Verification, err error) {
 			row.MeasuredAfterNS = Summarize(row.MeasuredAfterRuns).Median
 			row.Error = relative(l.PredictedAfterNS, row.MeasuredAfterNS)
 			row.BeforeError = relative(l.PredictedBeforeNS, row.MeasuredBeforeNS)
-			row.MeasuredEffect = Effect(row.MeasuredBeforeNS, row.MeasuredAfterNS)
+			row.Threshold = Threshold(row.MeasuredBeforeRuns, row.MeasuredAfterRuns)
+			row.MeasuredEffect = EffectWithin(row.MeasuredBeforeNS, row.MeasuredAfterNS, row.Threshold)
+			row.PredictedEffect = EffectWithin(l.PredictedBeforeNS, l.PredictedAfterNS, row.Threshold)
 			row.SignRight = row.MeasuredEffect == row.PredictedEffect
 		} else {
 			row.MeasuredBeforeRuns = nil
@@ -372,7 +400,7 @@ func (v *Verification) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "an effect within %.0f%% counts as none; each knob was put back after every run with its lever\n", 100*EffectThreshold)
+	fmt.Fprintf(&b, "an effect within %.0f%%, or within the runs' own spread when larger, counts as none; each knob was put back after every run with its lever\n", 100*EffectThreshold)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -91,3 +91,22 @@ func TestVerifyOnHost(t *testing.T) {
 		t.Errorf("the throwaway namespace %s is left", ns)
 	}
 }
+
+func TestThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		before, after []int64
+		want          float64
+	}{
+		{nil, nil, EffectThreshold},
+		{[]int64{100}, []int64{50}, EffectThreshold},
+		{[]int64{90, 100, 110}, []int64{100}, 0.2},
+		{[]int64{100, 101}, []int64{80, 100, 120}, 0.4},
+	} {
+		if got := Threshold(tc.before, tc.after); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("Threshold(%v, %v) = %v, want %v", tc.before, tc.after, got, tc.want)
+		}
+	}
+	if got := EffectWithin(100, 85, 0.2); got != "none" {
+		t.Errorf("EffectWithin(100, 85, 0.2) = %q, want none (within the runs' spread)", got)
+	}
+}

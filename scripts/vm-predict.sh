@@ -5,7 +5,7 @@
 #                         [--log FILE] [--json] [-- VM-RUN-OPTIONS...]
 #   scripts/vm-predict.sh --netns [--cpus N] [--preempt MODE] [--runs R] [--count 10,100,1000]
 #                         [--timeout S] [--log FILE] [--json] [-- VM-RUN-OPTIONS...]
-#   scripts/vm-predict.sh --param NAME=VALUE [--param ...] [--cpus N] [--preempt MODE]
+#   scripts/vm-predict.sh --param NAME=VALUE [--param ...] [--cpus N] [--preempt MODE] [--runs R]
 #                         [--count 100,1000] [--timeout S] [--log FILE] [--json] [-- VM-RUN-OPTIONS...]
 #
 # Boots the guest once (scripts/vm-run.sh), calibrates ndst inside it
@@ -40,7 +40,8 @@
 # is and with NAME=VALUE on its kernel command line (vm-run.sh --append; the
 # parameters of every --param together), and each boot calibrates (its
 # device costs: calibrate --no-netns) and then adds and deletes the devices
-# as above. On the host, 'ndst --param NAME=VALUE predict --from-guest
+# as above, --runs R times each (default 1; the medians are compared, and a
+# change within the runs' spread counts as no effect). On the host, 'ndst --param NAME=VALUE predict --from-guest
 # WITHOUT --measured-in WITH' predicts both boots' deletes with the first
 # boot's calibration, the second with the lever applied to the emulated
 # kernel, and prints, for each N and mode, the measured and predicted times
@@ -111,8 +112,12 @@ if [ "$netns" = 1 ]; then
     [[ $seen != *" $n "* ]] || usage "--count '$counts': $n is listed twice"
     seen+="$n "
   done
+elif [ ${#params[@]} -gt 0 ]; then
+  : "${counts:=100,1000}" "${runs:=1}" "${timeout:=300}"
+  is_int_in "$runs" 1 100 || usage "--runs '$runs': want runs of each delete per boot from 1 to 100"
+  case "$counts" in ''|*[!0-9,]*|,*|*,|*,,*) usage "--count '$counts': want numbers separated by commas" ;; esac
 else
-  [ -z "$runs" ] || usage "--runs is for --netns (a device prediction runs each cell once)"
+  [ -z "$runs" ] || usage "--runs is for --netns and --param (a device prediction runs each cell once)"
   : "${counts:=100,1000}" "${timeout:=300}"
   case "$counts" in ''|*[!0-9,]*|,*|*,|*,,*) usage "--count '$counts': want numbers separated by commas" ;; esac
 fi
@@ -168,8 +173,10 @@ if [ ${#params[@]} -gt 0 ]; then
   cmds=(--json calibrate --no-netns)
   IFS=, read -ra ns <<<"$counts"
   for n in "${ns[@]}"; do
-    cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647)
-    cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647 --one-by-one)
+    for ((r = 0; r < runs; r++)); do
+      cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647)
+      cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647 --one-by-one)
+    done
   done
   (cd "$repo" && go build -o "$work/ndst" ./cmd/ndst)
   pargs=()

@@ -99,6 +99,7 @@ func TestVMPredictParamBadInput(t *testing.T) {
 		{"metacharacter", []string{"--param", "rcu_nocbs=all;reboot"}, "want NAME=VALUE"},
 		{"missing", []string{"--param"}, "--param needs a value"},
 		{"with netns", []string{"--netns", "--param", "rcu_nocbs=all"}, "--param and --netns"},
+		{"runs zero", []string{"--param", "rcu_nocbs=all", "--runs", "0"}, "--runs '0': want runs of each delete per boot"},
 		{"unknown knob", []string{"--param", "rcu_nocbz=all"}, `unknown knob "rcu_nocbz"`},
 		{"out of range", []string{"--param", "rcutree.jiffies_till_first_fqs=-1"}, "rcutree.jiffies_till_first_fqs=-1: out of range"},
 	} {

@@ -101,7 +101,8 @@ func (v *hostVerifier) Verify(ctx context.Context, a *advise.Advice) error {
 	ver, err := v.g.verifyLevers(ctx, workloadOf(a.Workload), levers, v.runs, func(line string) { changes = append(changes, line) })
 	if ver != nil {
 		for i, r := range ver.Rows {
-			m := &advise.Measurement{BeforeNS: r.MeasuredBeforeNS, AfterNS: r.MeasuredAfterNS, Skipped: r.Skipped}
+			m := &advise.Measurement{BeforeNS: r.MeasuredBeforeNS, AfterNS: r.MeasuredAfterNS, Skipped: r.Skipped,
+				BeforeRunsNS: r.MeasuredBeforeRuns, AfterRunsNS: r.MeasuredAfterRuns}
 			for _, c := range changes {
 				if strings.Contains(c, "("+r.Path+")") {
 					m.Changes = append(m.Changes, c)
@@ -122,9 +123,9 @@ func (v *hostVerifier) Verify(ctx context.Context, a *advise.Advice) error {
 // verdict is a measured row in words: the error with the lever and whether
 // its effect has the measured sign.
 func verdict(r bench.VerifyRow) string {
-	sign := "the effect's sign is right"
+	sign := fmt.Sprintf("the effect's sign is right: %s (a change within ±%.0f%% counts as none)", r.MeasuredEffect, 100*r.Threshold)
 	if !r.SignRight {
-		sign = fmt.Sprintf("the effect's sign is WRONG: measured %s, predicted %s", r.MeasuredEffect, r.PredictedEffect)
+		sign = fmt.Sprintf("the effect's sign is WRONG: measured %s, predicted %s (a change within ±%.0f%% counts as none)", r.MeasuredEffect, r.PredictedEffect, 100*r.Threshold)
 	}
 	return fmt.Sprintf("the prediction with it is off by %+.1f%%; %s", 100*r.Error, sign)
 }
