@@ -71,10 +71,14 @@ left
 	}
 	// The netlink commands that make many objects stop as fast, leaving
 	// whole namespaces and devices, which one reset removes.
-	for _, c := range []struct{ cmd, sig string }{
-		{"--backend netlink netns add 3000 --veth --lo-up", "TERM"},
-		{"--backend netlink --kind ifb add 20000 --one-by-one", "TERM"},
+	for _, c := range []struct{ before, cmd, sig string }{
+		{"", "--backend netlink netns add 3000 --veth --lo-up", "TERM"},
+		{"", "--backend netlink --kind ifb add 20000 --one-by-one", "TERM"},
+		{"--backend netlink netns add 300 --veth", "--backend netlink netns del 1 300 --one-at-a-time", "TERM"},
 	} {
+		if c.before != "" {
+			fmt.Fprintf(&script, "\"$NDST\" %s >/dev/null 2>&1\n", c.before)
+		}
 		fmt.Fprintf(&script, `echo "== %[1]s SIG%[2]s"
 "$NDST" %[1]s >"$T/out" 2>&1 & pid=$!
 sleep 1
