@@ -185,14 +185,14 @@ var knobHistory = map[string][]LineKnob{
 			"5.10 kernel/rcu/update.c module_param(rcu_expedited, int, 0); kernel/ksysfs.c rcu_expedited_store (kstrtoint)", intDefault(knob.RCUExpedited, 0)).
 			with(func(l *LineKnob) { l.Check = needsTree }),
 		lk(knob.RCUNormalAfterBoot, "4.x", "", "", false,
-			"5.10 kernel/rcu/update.c: static int rcu_normal_after_boot; module_param(..., int, 0); on PREEMPT_RT the 5.10-rt queue's e0b671bca2e7 \"rcu: enable rcu_normal_after_boot by default for RT\" (v5.10.8-rt23, as Paul McKenney's review <20210128195037.GA9370@paulmck-ThinkPad-P72> lists it)",
+			"5.10 kernel/rcu/update.c: static int rcu_normal_after_boot; module_param(..., int, 0); PREEMPT_RT: Debian 5.10.262-1 debian/patches-rt/0073 \"rcu: Enable rcu_normal_after_boot unconditionally for RT\" (rt commit 1f3a70b3086e) sets it to IS_ENABLED(CONFIG_PREEMPT_RT) and registers the parameter only #ifndef CONFIG_PREEMPT_RT",
 			func(c *KnobContext) knob.Value {
 				return knob.IntValue(knob.MustLookup(knob.RCUNormalAfterBoot), b2i(c.rt()))
 			}).
 			with(func(l *LineKnob) {
 				l.Check = all(needsTree, func(c *KnobContext, v knob.Value) error {
 					if c.rt() {
-						return fmt.Errorf("%s on 5.10 PREEMPT_RT: the RT queue's patch (e0b671bca2e7) turns it on, and whether that kernel still lets it be set was not read; not modelled", v.Def().Name)
+						return fmt.Errorf("%s: a 5.10 PREEMPT_RT kernel has no such parameter; it is forced on (Debian 5.10.262-1 patches-rt/0073, rt commit 1f3a70b3086e)", v.Def().Name)
 					}
 					return nil
 				})

@@ -151,7 +151,7 @@ func TestKnobErrors(t *testing.T) {
 		{"6.6", 2, "none", []string{"CONFIG_RCU_LAZY=1", "CONFIG_RCU_NOCB_CPU=0"}, "depends on CONFIG_RCU_NOCB_CPU=y"},
 		{"6.12", 2, "none", []string{"CONFIG_RCU_LAZY=0", "rcutree.enable_rcu_lazy=1"}, "needs CONFIG_RCU_LAZY=y"},
 		{"5.15", 2, "rt", []string{"rcupdate.rcu_normal_after_boot=0"}, "from 5.12 (36221e109eb2) to 5.15 have no such parameter"},
-		{"5.10", 2, "rt", []string{"rcupdate.rcu_normal_after_boot=0"}, "RT queue"},
+		{"5.10", 2, "rt", []string{"rcupdate.rcu_normal_after_boot=0"}, "patches-rt/0073, rt commit 1f3a70b3086e"},
 		{"5.15", 2, "none", []string{"preempt=full"}, "kernel 5.15 lacks it"},
 		{"6.18", 2, "rt", []string{"preempt=none"}, "not PREEMPT_DYNAMIC"},
 		{"6.18", 1, "none", []string{"rcutree.blimit=5", "rcutree.blimit=6"}, "set rcutree.blimit twice"},
