@@ -24,6 +24,8 @@ type CPU struct {
 	// irqResume is the pending continuation of softirq work raised while
 	// the CPU was still busy with earlier interrupt work.
 	irqResume *Event
+	// resumeEv is irqResume's event, armed again each time.
+	resumeEv Event
 	// inIRQ is set while interrupt code (the tick, its softirqs) runs;
 	// irqBase is the CPU's clock when it began and irqSpent the work done
 	// since, so that Clock() advances inside an interrupt.
@@ -32,9 +34,10 @@ type CPU struct {
 	irqSpent Time
 
 	timers *timerQueue
-	tickFn func()
-	tickEv *Event
-	tickAt Time
+	// tickEv is the pending tick (&tickEvt, armed again each jiffy), or nil.
+	tickEv  *Event
+	tickEvt Event
+	tickAt  Time
 
 	softirq   uint32
 	softCtx   softirqContext
@@ -174,9 +177,10 @@ func (c *CPU) switchIn(t *Task) {
 	if t.remaining > 0 { // preempted in the middle of a charge
 		t.chargeEnd = start + t.remaining
 		t.remaining = 0
-		t.chargeEv = c.e.At(t.chargeEnd, t.endFn)
+		t.armCharge(t.chargeEnd)
 	} else {
-		t.dispatchEv = c.e.At(start, t.dispatchFn)
+		t.dispatchEv = &t.dispatchEvt
+		c.e.arm(t.dispatchEv, start)
 	}
 	c.ensureTick()
 }
@@ -228,7 +232,7 @@ func (c *CPU) preempt() {
 	if t == nil || t.chargeEv == nil || len(c.runq) == 0 {
 		return
 	}
-	t.chargeEv.Cancel()
+	c.e.disarm(t.chargeEv)
 	t.chargeEv = nil
 	t.remaining = t.chargeEnd - c.e.now
 	t.state = taskRunnable
@@ -264,7 +268,7 @@ func (c *CPU) irqExit(nested bool) {
 	if !nested {
 		c.runSoftirqsAtIRQExit()
 	} else if c.softirq != 0 && c.softCtx == softirqNone && c.irqResume == nil {
-		c.irqResume = c.e.At(c.irqBusyUntil, c.resumeSoftirqs)
+		c.armResume()
 	}
 	c.inIRQ = false
 	if t := c.deferred; t != nil {
@@ -287,23 +291,24 @@ func (c *CPU) ensureTick() {
 	} else if fire, ok := c.timers.earliest(); ok {
 		want = max(c.e.JiffyStart(fire), next)
 	}
-	if c.tickEv != nil && !c.tickEv.cancelled {
+	if c.tickEv != nil {
 		if want == c.tickAt || c.tickAt <= c.e.now { // as wanted, or due this instant
 			return
 		}
 		// Earlier: rearm. Later or not at all: an idle CPU stops or
 		// defers its tick (tick_nohz_idle_stop_tick).
-		c.tickEv.Cancel()
+		c.e.disarm(c.tickEv)
+		c.tickEv = nil
 	}
 	if want < 0 {
-		c.tickEv = nil
 		return
 	}
 	c.tickAt = want
-	if c.tickFn == nil {
-		c.tickFn = c.tick
+	if c.tickEvt.fn == nil {
+		c.tickEvt.fn = c.tick
 	}
-	c.tickEv = c.e.At(want, c.tickFn)
+	c.tickEv = &c.tickEvt
+	c.e.arm(c.tickEv, want)
 }
 
 // KickTick re-evaluates the CPU's tick after a state change that a hook's
@@ -354,11 +359,21 @@ func (c *CPU) tick() {
 func (c *CPU) resumeSoftirqs() {
 	c.irqResume = nil
 	if c.inIRQWork() {
-		c.irqResume = c.e.At(c.irqBusyUntil, c.resumeSoftirqs)
+		c.armResume()
 		return
 	}
 	c.irqEnter()
 	c.irqExit(false)
+}
+
+// armResume arms resumeSoftirqs for when the interrupt work charged so far
+// ends.
+func (c *CPU) armResume() {
+	if c.resumeEv.fn == nil {
+		c.resumeEv.fn = c.resumeSoftirqs
+	}
+	c.irqResume = &c.resumeEv
+	c.e.arm(c.irqResume, c.irqBusyUntil)
 }
 
 // KeptCPU reports, inside a ContextSwitch hook, that the scheduler is

@@ -25,7 +25,6 @@
 package sim
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -170,6 +169,7 @@ type Engine struct {
 	seq    uint64
 	queue  eventQueue
 	rng    *rand.Rand
+	pcg    *rand.PCG // rng's source, drawn from directly by Jitter
 	cpus   []*CPU
 
 	baton    chan struct{} // a task hands control back to the loop
@@ -227,10 +227,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Softirq.MaxRestart == 0 {
 		cfg.Softirq.MaxRestart = DefaultSoftirqRestart
 	}
+	pcg := rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)
 	e := &Engine{
 		cfg:    cfg,
 		period: Time(int64(Second) / int64(cfg.HZ)),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rng:    rand.New(pcg),
+		pcg:    pcg,
 		baton:  make(chan struct{}),
 	}
 	for i := range cfg.CPUs {
@@ -298,8 +300,14 @@ func (e *Engine) Jitter(d Time) Time {
 	if e.cfg.Jitter == 0 || d <= 0 {
 		return d
 	}
-	f := 1 + e.cfg.Jitter*(2*e.rng.Float64()-1)
+	f := 1 + e.cfg.Jitter*(2*e.float64()-1)
 	return Time(float64(d) * f)
+}
+
+// float64 is e.Rand().Float64() without the interface call: the same draw
+// from the same source, the same value.
+func (e *Engine) float64() float64 {
+	return float64(e.pcg.Uint64()<<11>>11) / (1 << 53)
 }
 
 // ---- events ----
@@ -327,39 +335,135 @@ func (ev *Event) Cancel() {
 // At returns when the event is due.
 func (ev *Event) At() Time { return ev.at }
 
+// eventQueue is a binary min-heap of the pending events, ordered by (at,
+// seq); every event in it has index set to its position, and an event out
+// of it has index -1. Sequence numbers are unique, so the order of the
+// events run does not depend on how the heap breaks ties.
 type eventQueue []*Event
 
-func (q eventQueue) Len() int { return len(q) }
-func (q eventQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
+func evLess(a, b *Event) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
+
+func (q eventQueue) peek() *Event { return q[0] }
+func (q eventQueue) empty() bool  { return len(q) == 0 }
+
+func (q *eventQueue) add(ev *Event) {
+	ev.index = len(*q)
+	*q = append(*q, ev)
+	q.up(ev.index)
 }
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i]; q[i].index = i; q[j].index = j }
-func (q *eventQueue) Push(x any)   { ev := x.(*Event); ev.index = len(*q); *q = append(*q, ev) }
-func (q *eventQueue) Pop() any {
-	old := *q
-	n := len(old)
-	ev := old[n-1]
-	old[n-1] = nil
-	*q = old[:n-1]
+
+// drop removes and returns the earliest event.
+func (q *eventQueue) drop() *Event {
+	h := *q
+	ev := h[0]
+	n := len(h) - 1
+	if n > 0 {
+		h[0] = h[n]
+		h[0].index = 0
+	}
+	h[n] = nil
+	*q = h[:n]
+	if n > 1 {
+		q.down(0)
+	}
+	ev.index = -1
 	return ev
 }
-func (q eventQueue) peek() *Event   { return q[0] }
-func (q eventQueue) empty() bool    { return len(q) == 0 }
-func (q *eventQueue) drop() *Event  { return heap.Pop(q).(*Event) }
-func (q *eventQueue) add(ev *Event) { heap.Push(q, ev) }
+
+// remove takes the event at position i out of the heap.
+func (q *eventQueue) remove(i int) {
+	h := *q
+	ev := h[i]
+	n := len(h) - 1
+	if i != n {
+		h[i] = h[n]
+		h[i].index = i
+	}
+	h[n] = nil
+	*q = h[:n]
+	if i != n {
+		q.fix(i)
+	}
+	ev.index = -1
+}
+
+// fix restores the heap after the key of the event at position i changed.
+func (q eventQueue) fix(i int) {
+	if !q.down(i) {
+		q.up(i)
+	}
+}
+
+func (q eventQueue) up(i int) {
+	ev := q[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !evLess(ev, q[p]) {
+			break
+		}
+		q[i] = q[p]
+		q[i].index = i
+		i = p
+	}
+	q[i] = ev
+	ev.index = i
+}
+
+// down sifts the event at position i down; it reports whether it moved.
+func (q eventQueue) down(i0 int) bool {
+	n := len(q)
+	ev := q[i0]
+	i := i0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && evLess(q[r], q[l]) {
+			c = r
+		}
+		if !evLess(q[c], ev) {
+			break
+		}
+		q[i] = q[c]
+		q[i].index = i
+		i = c
+	}
+	q[i] = ev
+	ev.index = i
+	return i > i0
+}
 
 // At schedules fn to run at time t (not before now).
 func (e *Engine) At(t Time, fn func()) *Event {
+	ev := &Event{fn: fn}
+	e.arm(ev, t)
+	return ev
+}
+
+// arm schedules ev, which must not be pending, at time t (not before now)
+// with the next sequence number, exactly as At schedules a new event: the
+// engine's own recurring events (a CPU's tick, a task's charge and
+// dispatch) are armed again and again rather than allocated each time.
+func (e *Engine) arm(ev *Event, t Time) {
+	if ev.index >= 0 && ev.index < len(e.queue) && e.queue[ev.index] == ev {
+		panic("sim: arming an event that is pending")
+	}
 	if t < e.now {
 		t = e.now
 	}
 	e.seq++
-	ev := &Event{at: t, seq: e.seq, fn: fn}
+	ev.at, ev.seq, ev.cancelled = t, e.seq, false
 	e.queue.add(ev)
-	return ev
+}
+
+// disarm takes a pending event out of the queue (an armed event's Cancel).
+func (e *Engine) disarm(ev *Event) {
+	if ev.index >= 0 && ev.index < len(e.queue) && e.queue[ev.index] == ev {
+		e.queue.remove(ev.index)
+	}
+	ev.cancelled = true
 }
 
 // reschedule moves a pending event to time t, keeping its place among
@@ -370,7 +474,7 @@ func (e *Engine) reschedule(ev *Event, t Time) {
 	}
 	e.seq++
 	ev.at, ev.seq = t, e.seq
-	heap.Fix(&e.queue, ev.index)
+	e.queue.fix(ev.index)
 }
 
 // After schedules fn to run d from now.

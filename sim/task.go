@@ -51,6 +51,7 @@ type Task struct {
 	// charge bookkeeping: the event that ends the current charge and how
 	// much was left when the task was preempted.
 	chargeEv  *Event
+	chargeEvt Event // chargeEv when pending, armed again for each charge
 	chargeEnd Time
 	remaining Time
 	endFn     func() // endCharge as a value, allocated once (relaxStep while RelaxUntil spins)
@@ -60,8 +61,8 @@ type Task struct {
 	relaxMin   Time
 	relaxFn    func() // relaxStep as a value, allocated once
 	// dispatchEv hands the CPU to the task once its switch-in is paid.
-	dispatchEv *Event
-	dispatchFn func()
+	dispatchEv  *Event
+	dispatchEvt Event // dispatchEv when pending
 	// sleepGen counts the task's sleeps; a waker registered for one sleep
 	// cannot wake a later one.
 	sleepGen uint64
@@ -84,7 +85,7 @@ func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
 		daemon: daemon, mode: ModeKernel, resume: make(chan struct{}), state: taskBlocked}
 	t.endFn = t.endCharge
 	t.relaxFn = t.relaxStep
-	t.dispatchFn = t.dispatch
+	t.dispatchEvt.fn = t.dispatch
 	e.tasks = append(e.tasks, t)
 	if !daemon {
 		e.live++
@@ -210,8 +211,15 @@ func (t *Task) Charge(d Time) {
 		return
 	}
 	t.chargeEnd = end
-	t.chargeEv = t.e.At(end, t.endFn)
+	t.armCharge(end)
 	t.yield()
+}
+
+// armCharge arms the end of the task's current charge (endFn) at end.
+func (t *Task) armCharge(end Time) {
+	t.chargeEvt.fn = t.endFn
+	t.chargeEv = &t.chargeEvt
+	t.e.arm(t.chargeEv, end)
 }
 
 // endCharge resumes a task whose charge is complete.
@@ -245,7 +253,7 @@ func (t *Task) Relax(min Time) {
 	t.cpu.account(t.mode, d)
 	t.chargedInPhase(d)
 	t.chargeEnd = t.e.now + d
-	t.chargeEv = t.e.At(t.chargeEnd, t.endFn)
+	t.armCharge(t.chargeEnd)
 	t.yield()
 }
 
@@ -281,7 +289,7 @@ func (t *Task) relaxArm() {
 	t.cpu.account(t.mode, d)
 	t.chargedInPhase(d)
 	t.chargeEnd = t.e.now + d
-	t.chargeEv = t.e.At(t.chargeEnd, t.endFn)
+	t.armCharge(t.chargeEnd)
 }
 
 // relaxStep ends one step of RelaxUntil's spin: it spins on, or resumes
