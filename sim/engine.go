@@ -172,8 +172,7 @@ type Engine struct {
 	pcg    *rand.PCG // rng's source, drawn from directly by Jitter
 	cpus   []*CPU
 
-	baton    chan struct{} // a task hands control back to the loop
-	live     int           // tasks that keep the run going (non-daemon, not ended)
+	live     int // tasks that keep the run going (non-daemon, not ended)
 	tasks    []*Task
 	nextTask int
 	hooks    []Hooks
@@ -233,7 +232,6 @@ func New(cfg Config) (*Engine, error) {
 		period: Time(int64(Second) / int64(cfg.HZ)),
 		rng:    rand.New(pcg),
 		pcg:    pcg,
-		baton:  make(chan struct{}),
 	}
 	for i := range cfg.CPUs {
 		c := &CPU{e: e, ID: i}
@@ -559,8 +557,7 @@ func (e *Engine) unwind() {
 	for _, t := range e.tasks {
 		if t.state != taskDead && t.started {
 			t.killed = true
-			t.resume <- struct{}{}
-			<-e.baton
+			t.stop()
 		}
 	}
 }

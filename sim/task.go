@@ -1,6 +1,9 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"iter"
+)
 
 // Mode is what a CPU is doing when an interrupt arrives.
 type Mode int
@@ -44,7 +47,11 @@ type Task struct {
 	mode    Mode
 	started bool
 	killed  bool
-	resume  chan struct{}
+	// The task's coroutine: resume runs it until it yields or ends, stop
+	// unwinds it, and yieldFn hands control back from inside it.
+	resume  func() (struct{}, bool)
+	stop    func()
+	yieldFn func(struct{}) bool
 
 	// preemptCount > 0 disables preemption (spinlocks, preempt_disable).
 	preemptCount int
@@ -82,7 +89,7 @@ type killSignal struct{}
 func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
 	e.nextTask++
 	t := &Task{e: e, cpu: e.cpus[cpu], Name: name, PID: 100 + e.nextTask, fn: fn,
-		daemon: daemon, mode: ModeKernel, resume: make(chan struct{}), state: taskBlocked}
+		daemon: daemon, mode: ModeKernel, state: taskBlocked}
 	t.endFn = t.endCharge
 	t.relaxFn = t.relaxStep
 	t.dispatchEvt.fn = t.dispatch
@@ -135,24 +142,26 @@ func (t *Task) Preemptible() bool {
 	return t.mode == ModeUser || (t.e.cfg.Preempt.Preemptive() && t.preemptCount == 0)
 }
 
-// start runs the task's goroutine; called when it is first dispatched.
+// start makes the task's coroutine; called when it is first dispatched.
+// The coroutine (iter.Pull) runs only between a dispatch's resume and the
+// task's next yield, on the goroutine that runs the engine, so the baton is
+// a direct switch between the two, not a hand-off through the scheduler.
 func (t *Task) start() {
 	t.started = true
-	go func() {
-		<-t.resume
+	t.resume, t.stop = iter.Pull(func(yield func(struct{}) bool) {
+		t.yieldFn = yield
 		defer func() {
 			r := recover()
 			if _, ok := r.(killSignal); !ok && r != nil {
 				t.e.Stop(fmt.Errorf("task %s panicked: %v", t.Name, r))
 			}
 			t.finish()
-			t.e.baton <- struct{}{}
 		}()
 		if t.killed {
 			panic(killSignal{})
 		}
 		t.fn(t)
-	}()
+	})
 }
 
 // finish marks the task ended and frees its CPU.
@@ -177,15 +186,13 @@ func (t *Task) dispatch() {
 	if !t.started {
 		t.start()
 	}
-	t.resume <- struct{}{}
-	<-t.e.baton
+	t.resume()
 }
 
-// yield gives the baton back to the engine and waits to be dispatched again.
+// yield gives the baton back to the engine and waits to be dispatched again
+// (or to be killed: stop makes the coroutine's yield return false).
 func (t *Task) yield() {
-	t.e.baton <- struct{}{}
-	<-t.resume
-	if t.killed {
+	if !t.yieldFn(struct{}{}) || t.killed {
 		panic(killSignal{})
 	}
 }
