@@ -97,20 +97,30 @@ func LockContext(ctx context.Context, path string, wait time.Duration) (*FileLoc
 		}
 		return nil, fmt.Errorf("cannot create the state directory: %w", err)
 	}
-	f, err := openLockFile(lp)
-	if err != nil {
-		if ro, ok := err.(readOnlyDir); ok {
-			return &FileLock{path: path, readOnly: string(ro)}, nil
-		}
-		return nil, err
-	}
 	start := time.Now()
 	deadline := start.Add(max(wait, 0))
 	delay := pollFirst
+	var f *os.File
 	for {
-		err := tryLock(f)
+		var err error
+		f, err = openLockFile(lp)
+		if err != nil {
+			if ro, ok := err.(readOnlyDir); ok {
+				return &FileLock{path: path, readOnly: string(ro)}, nil
+			}
+			return nil, err
+		}
+		err = tryLock(f)
 		if err == nil {
-			break
+			// The lock is the file's: one that reset removed (with its
+			// state) while this process waited is no lock at all, and the
+			// path may already name a new one. Lock what the path names.
+			if same(f, lp) {
+				break
+			}
+			unlock(f)
+			f.Close()
+			continue
 		}
 		if !errors.Is(err, errBusy) {
 			f.Close()
@@ -123,10 +133,10 @@ func LockContext(ctx context.Context, path string, wait time.Duration) (*FileLoc
 			return nil, &LockedError{Path: path, PID: pid, Waited: now.Sub(start).Round(time.Millisecond)}
 		}
 		t := time.NewTimer(min(delay, deadline.Sub(now)))
+		f.Close() // reopened on the next try: the file may be a new one by then
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			f.Close()
 			return nil, fmt.Errorf("stopped waiting for the lock on state file %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
@@ -139,6 +149,13 @@ func LockContext(ctx context.Context, path string, wait time.Duration) (*FileLoc
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &FileLock{f: f, path: path}, nil
+}
+
+// same reports whether the open file f is the file lp names now.
+func same(f *os.File, lp string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Lstat(lp)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // readOnlyDir is openLockFile's answer when the directory takes no new file.
@@ -225,6 +242,28 @@ func (l *FileLock) Path() string { return l.path }
 // could be locked (the directory takes no new files), in which case this
 // process can read the state but not save it.
 func (l *FileLock) ReadOnly() string { return l.readOnly }
+
+// Remove deletes the lock file and releases the lock: reset's end, when the
+// state it guards is gone. A process that was waiting for it finds, once it
+// has the lock, that the path no longer names its file and takes the lock
+// again on the path (LockContext), so no two hold it.
+func (l *FileLock) Remove() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	lp := l.path + ".lock"
+	var err error
+	if same(l.f, lp) {
+		err = os.Remove(lp)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	}
+	if uerr := l.Unlock(); err == nil {
+		err = uerr
+	}
+	return err
+}
 
 // Unlock clears the recorded PID and releases the lock. Calling it again does
 // nothing.

@@ -227,3 +227,42 @@ func TestLockContextCancel(t *testing.T) {
 		t.Errorf("LockContext(50ms ctx, %s, 1m) = %v after %v; want DeadlineExceeded soon", path, err, time.Since(start))
 	}
 }
+
+// TestResetRemovesTheLock: reset leaves neither the state file nor its lock
+// file, and a process that waited for the lock while reset held it gets a
+// lock on what the path names afterwards, not on the removed file.
+func TestResetRemovesTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	if err := Save(path, &State{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := Lock(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *FileLock, 1)
+	go func() {
+		l, err := Lock(path, 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter is waiting
+	if err := held.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil || !same(l.f, path+".lock") {
+		t.Fatalf("the waiter holds a lock on a file the path does not name")
+	}
+	l.Unlock()
+	if _, err := Reset(context.Background(), path, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + ".lock"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is left after reset (%v)", p, err)
+		}
+	}
+}

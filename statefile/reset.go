@@ -54,13 +54,33 @@ func Reset(ctx context.Context, path string, wait time.Duration) (*ResetReport, 
 		return nil, err
 	}
 	if !exists {
+		// Nothing to forget; a lock file left by an earlier command goes,
+		// taken first so that nobody is using it.
+		if _, err := os.Lstat(path + ".lock"); err == nil {
+			if l, err := LockContext(ctx, path, wait); err == nil {
+				if _, serr := os.Lstat(path); os.IsNotExist(serr) {
+					_ = l.Remove()
+				} else {
+					l.Unlock()
+				}
+			}
+		}
 		return rep, nil
 	}
 	lock, err := LockContext(ctx, path, wait)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Unlock()
+	// With the state gone, its lock file goes too (FileLock.Remove); a
+	// state file that stays (it could not be removed) keeps its lock.
+	removeLock := false
+	defer func() {
+		if removeLock {
+			_ = lock.Remove()
+		} else {
+			lock.Unlock()
+		}
+	}()
 	if why := lock.ReadOnly(); why != "" {
 		return nil, fmt.Errorf("cannot reset state file %s: %s", path, why)
 	}
@@ -75,6 +95,7 @@ func Reset(ctx context.Context, path string, wait time.Duration) (*ResetReport, 
 			return nil, fmt.Errorf("cannot remove state file: %w", err)
 		}
 		rep.Existed, rep.Devices = true, len(st.Devices)
+		removeLock = true
 		return rep, nil
 	case errors.As(err, &fe) && (fe.kind == ErrCorrupt || fe.kind == ErrVersion):
 		suffix := ".corrupt"
@@ -88,6 +109,7 @@ func Reset(ctx context.Context, path string, wait time.Duration) (*ResetReport, 
 			return nil, err
 		}
 		rep.Existed, rep.Kept = true, kept
+		removeLock = true
 		return rep, nil
 	}
 	return nil, err
