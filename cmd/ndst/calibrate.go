@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/ndst"
@@ -66,10 +67,23 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 				}
 				rep.Path = out
 			}
+			var perr error
 			if g.json {
-				return writeJSON(g.stdout, rep)
+				perr = writeJSON(g.stdout, rep)
+			} else {
+				perr = rep.WriteText(g.stdout)
 			}
-			return rep.WriteText(g.stdout)
+			if perr != nil {
+				return perr
+			}
+			// A table whose emulated kernel does not reproduce its own
+			// runs is no ground for a prediction: the command fails (the
+			// report above says what misses; the table is still written,
+			// for a look).
+			if ok, worst := rep.Closed(); !ok {
+				return &failedError{fmt.Errorf("calibration does not close: the emulated kernel misses a run by %.1f%%", 100*worst)}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the cost table to `FILE` (JSON, for --costs FILE)")
