@@ -367,7 +367,7 @@ func verdict(d *Device, p netdev.Profile, known bool) (string, string) {
 	case decreasing(d.Counts):
 		return "slow-release", fmt.Sprintf("the count fell from %d to %d%s: references are being dropped, late (typically RCU callbacks: a release through call_rcu, a cached dst freed after a grace period), not leaked", d.Counts[0], d.Count, span)
 	case minC == maxC && (d.Warnings >= 3 || d.SpanS != nil && *d.SpanS >= leakAfter):
-		return "leak", fmt.Sprintf("the count stayed at %d for %d warnings%s: a release through RCU is late by a grace period (milliseconds), not by this much; something holds the device and does not let go at NETDEV_UNREGISTER", d.Count, d.Warnings, span)
+		return "leak", fmt.Sprintf("the count stayed at %d for %d warnings%s (after a first wait of %s before the first warning): a release through RCU is late by a grace period (milliseconds), not by this much; something holds the device and does not let go at NETDEV_UNREGISTER", d.Count, d.Warnings, span, period(p))
 	case maxC > d.Counts[0]:
 		return "leak", fmt.Sprintf("the count rose to %d while the device waited: references are still being taken on an unregistered device", maxC)
 	}

@@ -2,7 +2,7 @@
 # stuck-demo.sh: a delete stuck on a genuine held reference, on this host's
 # kernel, as ndst reports it.
 #
-# usage: scripts/stuck-demo.sh [--give-up D] [--one-by-one]
+# usage: scripts/stuck-demo.sh [--timeout D] [--one-by-one]
 #
 # In a throwaway namespace: adds 3 ifb links, then deletes them while a
 # packet socket's send holds a reference to the first (--hold
@@ -16,9 +16,9 @@ giveup=12s
 how=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
-	--give-up) giveup=$2; shift ;;
+	--give-up | --timeout) giveup=$2; shift ;;
 	--one-by-one) how=(--one-by-one) ;;
-	*) echo "usage: $0 [--give-up D] [--one-by-one]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--timeout D] [--one-by-one]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -37,7 +37,7 @@ trap cleanup EXIT
 go build -o "$tmp/ndst" ./cmd/ndst
 nd() { "$tmp/ndst" --backend netlink --netns "$ns" --kind ifb "$@"; }
 nd add 3 >/dev/null
-echo "\$ ndst --backend netlink --hold socket@ifb0=forever -v del 1 100 ${how[*]} --attribute --give-up $giveup"
+echo "\$ ndst --backend netlink --hold socket@ifb0=forever -v --timeout $giveup del 1 100 ${how[*]} --attribute"
 rc=0
-nd --hold socket@ifb0=forever -v del 1 100 "${how[@]}" --attribute --give-up "$giveup" || rc=$?
+nd --hold socket@ifb0=forever -v --timeout "$giveup" del 1 100 "${how[@]}" --attribute || rc=$?
 echo "(exit status $rc)"
