@@ -15,11 +15,22 @@ import "github.com/ndst-project/ndst/sim"
 //     queued; its bypass is flushed before the entrain and its rcuog
 //     kthread woken (rcu_barrier_entrain).
 // The caller sleeps on a completion the last barrier callback signals.
+// Concurrent callers are serialised (barriermutex.go).
 
 // Barrier waits until every callback queued before it has run.
 func (r *RCU) Barrier(t *sim.Task) {
 	r.mustNotBeReader(t, "rcu_barrier")
 	t.MightSleep()
+	if r.cfg.Flavor == Tiny {
+		r.barrier(t)
+		return
+	}
+	r.serialisedBarrier(t)
+}
+
+// barrier is one rcu_barrier's work: its callbacks queued, and the wait
+// for the last of them.
+func (r *RCU) barrier(t *sim.Task) {
 	r.stats.Barriers++
 	me := t.CPU().ID
 	var targets []*cpuData

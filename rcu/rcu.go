@@ -218,8 +218,12 @@ type Stats struct {
 	CallbacksInvoked int64
 	Barriers         int64
 	BarrierNoops     int64
-	FQSScans         int64
-	FQSResched       int64
+	// BarrierShared counts the rcu_barrier() calls that found, once they
+	// held the barrier mutex, that a barrier begun after their call had
+	// already ended (barriermutex.go); they are not in Barriers.
+	BarrierShared int64
+	FQSScans      int64
+	FQSResched    int64
 	// UrgentQS counts the rcu_urgent_qs flags FQS set on holdouts;
 	// TickResched the ticks that turned such a flag into a reschedule.
 	UrgentQS    int64
@@ -306,6 +310,8 @@ type RCU struct {
 	srWaiters []*srWaiter
 	// nocbGroups are the rcuog kthreads' groups (nocb.go).
 	nocbGroups []*nocbGroup
+	// barrierSerial serialises rcu_barrier() callers (barriermutex.go).
+	barrierSerial barrierSerial
 }
 
 // New attaches an RCU model to e.
