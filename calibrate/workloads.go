@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
@@ -248,6 +249,17 @@ func builtinWorkloadCost(key string) int64 {
 	return 0
 }
 
+// workloadKeyFloor is the least value a key may take: 0, but a child's
+// unregister cost is what it costs beyond the calibrated device's and may
+// be negative, down to minus that device's unregister cost (the model
+// keeps the child's unregister work at least 0: netdev.VLANCosts).
+func workloadKeyFloor(t *costs.Table, key string) int64 {
+	if strings.HasSuffix(key, "_unregister_ns") {
+		return -t.Lookup(costs.Unregister)
+	}
+	return 0
+}
+
 // fitWorkloads solves each run's keys on r.Table: the emulated time is
 // about linear in them (CPU charged once per device), so a secant step on
 // the run's error, bounded to at least 0, settles in a few passes.
@@ -258,11 +270,12 @@ func (r *Report) fitWorkloads(ctx context.Context, base emu.Config) error {
 		if len(keys) == 0 || w.MeasuredNS <= 0 {
 			continue
 		}
+		lo := workloadKeyFloor(t, keys[0])
 		set := func(f float64) {
 			for _, k := range keys {
 				b := builtinWorkloadCost(k)
 				if b == 0 { // an additive cost per device
-					t.Extra[k] = max(0, int64(math.Round(f)))
+					t.Extra[k] = max(lo, int64(math.Round(f)))
 				} else {
 					t.Extra[k] = max(0, int64(math.Round(f*float64(b))))
 				}
@@ -295,7 +308,7 @@ func (r *Report) fitWorkloads(ctx context.Context, base emu.Config) error {
 				break
 			}
 			f2 := f1 + (f0-f1)*float64(w.MeasuredNS-e1)/float64(e0-e1)
-			f0, e0, f1 = f1, e1, max(0, f2)
+			f0, e0, f1 = f1, e1, max(float64(lo), f2)
 		}
 		set(best)
 	}

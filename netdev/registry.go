@@ -461,7 +461,7 @@ func (r *Registry) UnregisterMany(t *sim.Task, devs []*Device) {
 		for _, n := range r.notifiers {
 			n.Unregister(r, t, d)
 		}
-		t.Charge(r.Cost(costs.Unregister) - first)
+		t.Charge(max(0, r.Cost(costs.Unregister)-first+r.childUnregisterCost(d)))
 	}
 	if r.prof.FibFlush == FibFlushPerBatch {
 		fibFlush(t) // NETDEV_UNREGISTER_BATCH

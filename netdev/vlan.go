@@ -48,7 +48,10 @@ type VLANProfile struct {
 // VLANCosts are the per-child CPU costs of registering and unregistering a
 // VLAN or macvlan beyond a plain device's, from the cost table's extra map
 // ("vlan_register_ns", "vlan_unregister_ns", "macvlan_register_ns",
-// "macvlan_unregister_ns"), else 0: a child costs what a dummy costs.
+// "macvlan_unregister_ns"), else 0: a child costs what a dummy costs. An
+// unregister cost may be negative (a child whose unregister is cheaper
+// than the calibrated device's: a macvlan has no queues of its own to tear
+// down), bounded so that the child's unregister work stays at least 0.
 type VLANCosts struct {
 	VLANRegister, VLANUnregister       sim.Time
 	MacvlanRegister, MacvlanUnregister sim.Time
@@ -64,11 +67,27 @@ func VLANCostsOf(t *costs.Table) VLANCosts {
 		return c
 	}
 	for i, f := range []*sim.Time{&c.VLANRegister, &c.VLANUnregister, &c.MacvlanRegister, &c.MacvlanUnregister} {
-		if v, ok := t.Extra[VLANCostKeys[i]]; ok && v >= 0 {
+		unregister := i%2 == 1 // may be negative
+		if v, ok := t.Extra[VLANCostKeys[i]]; ok && (v >= 0 || unregister) {
 			*f = sim.Time(v)
 		}
 	}
 	return c
+}
+
+// childUnregisterCost is the part of a child's unregister charged with
+// every device's (UnregisterMany): its kind's cost beyond a plain
+// device's, which may be negative.
+func (r *Registry) childUnregisterCost(d *Device) sim.Time {
+	s := r.lowers[d]
+	if s == nil || s.lower.Parent == nil {
+		return 0
+	}
+	vc := VLANCostsOf(r.costs)
+	if s.kind == KindVLAN {
+		return vc.VLANUnregister
+	}
+	return vc.MacvlanUnregister
 }
 
 // lowerState is a child's link and a lower device's children.
@@ -215,19 +234,16 @@ func (vlanNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
 // lower device, and on 5.10 a VLAN's reference on it (vlan_dev_uninit);
 // the last macvlan of a lower device destroys the port.
 func (r *Registry) uninitChild(t *sim.Task, d *Device, s *lowerState) {
-	vc := VLANCostsOf(r.costs)
 	p := s.lower.Parent
 	ps := r.lowers[p]
 	ps.children = slices.DeleteFunc(ps.children, func(c *Device) bool { return c == d })
 	if s.kind == KindVLAN {
-		t.Charge(vc.VLANUnregister)
 		if s.held && !r.prof.VLAN.VLANPutAtFree {
 			s.held = false
 			r.put(t, p, HolderUpper)
 		}
 		return
 	}
-	t.Charge(vc.MacvlanUnregister)
 	for _, c := range ps.children {
 		if r.lowers[c].kind == KindMacvlan {
 			return
