@@ -24,6 +24,9 @@ type ResetReport struct {
 	Root bool `json:"root,omitempty"`
 	// Deleted counts ndst's devices deleted.
 	Deleted int `json:"deleted"`
+	// Module counts the ndst module's devices (--backend module), which
+	// went with the namespace.
+	Module int `json:"module_devices,omitempty"`
 	// Kept names the virtual devices not created by ndst that the
 	// namespace holds; with any, the namespace is kept (NamespaceKept).
 	Kept          []string `json:"foreign_kept,omitempty"`
@@ -56,7 +59,11 @@ func (r *ResetReport) Lines() []string {
 		out = append(out, fmt.Sprintf("network namespace %s kept: %s of ndst's deleted, %s not created by ndst left: %s",
 			r.Netns, plural(r.Deleted, "device"), plural(len(r.Kept), "virtual device"), joinNames(r.Kept)))
 	default:
-		out = append(out, fmt.Sprintf("network namespace %s deleted, with %s of ndst's", r.Netns, plural(r.Deleted, "device")))
+		what := fmt.Sprintf("network namespace %s deleted, with %s of ndst's", r.Netns, plural(r.Deleted, "device"))
+		if r.Module > 0 {
+			what += fmt.Sprintf(" and %s of the ndst module's, which went with it", plural(r.Module, "device"))
+		}
+		out = append(out, what)
 	}
 	if len(r.Returned) > 0 && !r.NamespaceKept {
 		out = append(out, fmt.Sprintf("%s returned to the root namespace by the kernel: %s", plural(len(r.Returned), "physical device"), joinNames(r.Returned)))

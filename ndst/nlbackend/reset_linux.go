@@ -231,6 +231,10 @@ func (b *Backend) deleteOwned(ctx context.Context, rep *ResetReport) error {
 	}
 	for _, l := range links {
 		switch {
+		case l.Kind == moduleKind && !Owned(l.Group):
+			// The ndst module's own (--backend module): rtnetlink cannot
+			// delete them (kmod/dev.c), they go with the namespace.
+			rep.Module++
 		case Owned(l.Group) || l.Kind == "loopback":
 		case l.Kind == "": // no link kind: a physical device
 			if b.root == "" {
@@ -246,6 +250,11 @@ func (b *Backend) deleteOwned(ctx context.Context, rep *ResetReport) error {
 	}
 	return nil
 }
+
+// moduleKind is the link kind of the ndst kernel module's devices
+// (kmod/dev.c, modbackend.Kind): devices of ndst's, which only the module
+// can delete, and which go with their namespace.
+const moduleKind = "ndst"
 
 // inUse says why reset must leave ndst's namespace n alone ("" when it may
 // delete it): the ndst that created it still runs (this process
