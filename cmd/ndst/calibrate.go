@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/ndst"
@@ -61,6 +62,11 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 				}
 				return err
 			}
+			closed, worst := rep.Closed()
+			if !closed {
+				// The table says so itself, for whoever loads it later.
+				rep.Table.Notes = strings.TrimSpace(rep.Table.Notes + fmt.Sprintf(" This calibration does not close: its emulated kernel misses a calibration run by %.1f%%, so predictions from it are not trustworthy; calibrate again on a quiet machine.", 100*worst))
+			}
 			if out != "" {
 				if err := calibrate.Save(rep.Table, out); err != nil {
 					return err
@@ -80,7 +86,7 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 			// runs is no ground for a prediction: the command fails (the
 			// report above says what misses; the table is still written,
 			// for a look).
-			if ok, worst := rep.Closed(); !ok {
+			if !closed {
 				return &failedError{fmt.Errorf("calibration does not close: the emulated kernel misses a run by %.1f%%", 100*worst)}
 			}
 			return nil
