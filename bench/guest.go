@@ -77,7 +77,10 @@ func ParseGuestLog(r io.Reader) (*costs.Table, *Recorded, error) {
 				table = t
 			}
 		case "end":
-			if len(f) >= 3 && f[2] != "exit=0" {
+			// calibrate exits 1 when its closure fails, with its report
+			// and table written: the guest's table is refitted here anyway.
+			calibrated := strings.Contains(cmd, "calibrate") && table != nil && len(f) >= 3 && f[2] == "exit=1"
+			if len(f) >= 3 && f[2] != "exit=0" && !calibrated {
 				return nil, nil, fmt.Errorf("guest command %q failed (%s); see the transcript", cmd, f[2])
 			}
 		}

@@ -64,6 +64,12 @@ func TestParseGuestLogRejectsFailures(t *testing.T) {
 	if _, _, err := ParseGuestLog(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "failed") {
 		t.Errorf("ParseGuestLog(a failed guest command) = %v, want an error", err)
 	}
+	// calibrate's exit 1 is a closure that failed, its report written:
+	// the transcript still parses.
+	open1 := strings.Replace(transcript, "@@ndst-vm end 1 exit=0", "@@ndst-vm end 1 exit=1", 1)
+	if _, _, err := ParseGuestLog(strings.NewReader(open1)); err != nil {
+		t.Errorf("ParseGuestLog(calibrate exited 1, closure failed) = %v, want it parsed", err)
+	}
 	noCal := transcript[strings.Index(transcript, "@@ndst-vm begin 2"):]
 	if _, _, err := ParseGuestLog(strings.NewReader(noCal)); err == nil || !strings.Contains(err.Error(), "calibration") {
 		t.Errorf("ParseGuestLog(no calibration) = %v, want an error", err)
