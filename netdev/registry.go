@@ -592,6 +592,11 @@ func (r *Registry) AnyReadySpinning(devs []*Device) bool {
 	return false
 }
 
+// SkippedSpinning counts n passes of AnyReadySpinning that the engine did
+// not run because nothing they read could have changed (sim.Task's
+// RelaxUntilSteady): each would have counted a check and found none ready.
+func (r *Registry) SkippedSpinning(n int64) { r.stats.WaitChecks += n }
+
 // FirstReady checks devs in order and returns the first ready one, or nil;
 // every device checked costs one refcount read.
 func (r *Registry) FirstReady(t *sim.Task, devs []*Device) *Device {

@@ -130,6 +130,10 @@ type Config struct {
 	// NoPhases turns phase attribution off (SetPhase does nothing), to
 	// measure what the attribution itself costs.
 	NoPhases bool
+	// EveryTick runs every tick of a spinning task as an event, instead of
+	// fast-forwarding over the ones its hooks certify steady (steady.go):
+	// the same results, slower; for the tests that show they are the same.
+	EveryTick bool
 	// Costs of the engine's own operations.
 	ContextSwitch Time // one task switch on a CPU
 	TickCost      Time // one tick interrupt, without the softirqs it raises
@@ -185,6 +189,10 @@ type Engine struct {
 	stopErr  error
 	logf     func(t Time, format string, args ...any)
 	stats    Stats
+	// steady: spins may fast-forward over steady ticks (!Config.EveryTick);
+	// skipped counts the ticks they skipped.
+	steady  bool
+	skipped int64
 	// interrupt is polled every interruptEvery events; a non-nil error
 	// stops the run (a user's ^C). It never influences virtual results.
 	interrupt func() error
@@ -232,6 +240,7 @@ func New(cfg Config) (*Engine, error) {
 		period: Time(int64(Second) / int64(cfg.HZ)),
 		rng:    rand.New(pcg),
 		pcg:    pcg,
+		steady: !cfg.EveryTick,
 	}
 	for i := range cfg.CPUs {
 		c := &CPU{e: e, ID: i}
@@ -542,7 +551,7 @@ func (e *Engine) Run() error {
 		e.now = ev.at
 		e.stats.Events++
 		ev.fn()
-		if e.interrupt != nil && e.stats.Events%interruptEvery == 0 {
+		if e.interrupt != nil && e.stopErr == nil && e.stats.Events%interruptEvery == 0 {
 			if err := e.interrupt(); err != nil {
 				e.Stop(err)
 			}

@@ -67,6 +67,9 @@ type Task struct {
 	relaxUntil Time
 	relaxMin   Time
 	relaxFn    func() // relaxStep as a value, allocated once
+	// relaxSkipped counts evaluations of relaxCond that the engine skipped
+	// (RelaxUntilSteady; nil: none may be).
+	relaxSkipped func(n int64)
 	// dispatchEv hands the CPU to the task once its switch-in is paid.
 	dispatchEv  *Event
 	dispatchEvt Event // dispatchEv when pending
@@ -270,15 +273,23 @@ func (t *Task) Relax(min Time) {
 // another task. It is exactly Relax in a loop whose body only polls cond,
 // at the cost of one evaluation per event instead of a task switch.
 func (t *Task) RelaxUntil(min, until Time, cond func() bool) {
+	t.RelaxUntilSteady(min, until, cond, nil)
+}
+
+// RelaxUntilSteady is RelaxUntil for a cond that reads only the model's
+// state and changes nothing but counters, which skipped(n) adds for n
+// evaluations: the engine may then fast-forward over ticks that provably
+// change nothing cond reads (steady.go). A nil skipped is RelaxUntil.
+func (t *Task) RelaxUntilSteady(min, until Time, cond func() bool, skipped func(n int64)) {
 	if t.cpu.needResched && t.e.cfg.Preempt.Preemptive() && t.Preemptible() && len(t.cpu.runq) > 0 {
 		t.Schedule()
 	}
-	t.relaxCond, t.relaxUntil, t.relaxMin = cond, until, min
+	t.relaxCond, t.relaxUntil, t.relaxMin, t.relaxSkipped = cond, until, min, skipped
 	end := t.endFn
 	t.endFn = t.relaxFn
 	t.relaxArm()
 	t.yield()
-	t.endFn, t.relaxCond = end, nil
+	t.endFn, t.relaxCond, t.relaxSkipped = end, nil, nil
 }
 
 // relaxArm charges the spin up to the next event (at least relaxMin, at
@@ -308,6 +319,9 @@ func (t *Task) relaxStep() {
 	if t.relaxCond == nil || t.e.now >= t.relaxUntil || resched || c.curr != t || t.relaxCond() {
 		t.dispatch()
 		return
+	}
+	if t.relaxSkipped != nil && t.e.steady && t.skipSteadyTicks() {
+		return // the run stopped within the ticks skipped: the spin is armed as it stood
 	}
 	t.relaxArm()
 }

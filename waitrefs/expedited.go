@@ -28,8 +28,9 @@ func (Expedited) WaitAny(r *netdev.Registry, t *sim.Task, devs []*netdev.Device)
 			// the no-op again, until one is ready or the loop has
 			// something of its own to do. Only events can change what it
 			// polls, so the spin is evaluated at each event rather than
-			// run iteration by iteration.
-			t.RelaxUntil(r.Cost(costs.RefcntCheck), until, func() bool { return r.AnyReadySpinning(devs) })
+			// run iteration by iteration, and ticks that provably change
+			// nothing are skipped, their checks counted.
+			t.RelaxUntilSteady(r.Cost(costs.RefcntCheck), until, func() bool { return r.AnyReadySpinning(devs) }, r.SkippedSpinning)
 		}
 	})
 }

@@ -66,6 +66,10 @@ type Config struct {
 	// NoPhases turns the per-phase attribution off: results carry no
 	// phases. Only for measuring the attribution's own cost.
 	NoPhases bool
+	// EveryTick runs every tick of a spinning wait loop as an event instead
+	// of fast-forwarding over the steady ones (sim.Config.EveryTick): the
+	// same results, slower; for the tests that show they are the same.
+	EveryTick bool
 	// WaitLock bounds the wait for another ndst holding the state file.
 	WaitLock time.Duration
 	// Holds are the --hold rules: subsystems that keep their reference
@@ -330,7 +334,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	wd := sim.Time(r.cfg.Watchdog)
 	scfg := sim.Config{
 		HZ: r.cfg.HZ, CPUs: r.cfg.CPUs, Preempt: r.preempt, Seed: r.cfg.Seed,
-		Watchdog: wd, Jitter: r.cfg.Jitter, NoPhases: r.cfg.NoPhases,
+		Watchdog: wd, Jitter: r.cfg.Jitter, NoPhases: r.cfg.NoPhases, EveryTick: r.cfg.EveryTick,
 		ContextSwitch: sim.Time(r.costs.Lookup(costs.ContextSwitch)),
 		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
 	}
