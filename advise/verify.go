@@ -30,6 +30,9 @@ type Measurement struct {
 	// of (how far they spread is what a comparison can resolve).
 	BeforeRunsNS []int64 `json:"before_runs_ns,omitempty"`
 	AfterRunsNS  []int64 `json:"after_runs_ns,omitempty"`
+	// IdleShare is the share of all CPUs' time that was idle while the
+	// runs' teardowns were timed (-1: unknown).
+	IdleShare float64 `json:"idle_share"`
 	// Skipped says why the lever was not measured (a read-only file, a
 	// container, ...); the times are then zero.
 	Skipped string `json:"skipped,omitempty"`

@@ -149,6 +149,12 @@ type VerifyRow struct {
 	MeasuredAfterNS    int64   `json:"measured_after_ns,omitempty"`
 	MeasuredBeforeRuns []int64 `json:"measured_before_runs_ns,omitempty"`
 	MeasuredAfterRuns  []int64 `json:"measured_after_runs_ns,omitempty"`
+	// IdleShare is the share of all CPUs' time that was idle during the
+	// timed teardowns (the deleting CPU's own work included; -1: unknown).
+	// An idle CPU is credited with a quiescent state only by a
+	// force-quiescent-state scan, a busy one reports its own: several levers
+	// act through that difference.
+	IdleShare float64 `json:"idle_share"`
 	// Error is the prediction with the lever against the measurement with
 	// it; BeforeError the same without it.
 	Error       float64 `json:"relative_error"`
@@ -234,12 +240,14 @@ func Verify(ctx context.Context, s *VerifySpec) (v *Verification, err error) {
 			v.Rows = append(v.Rows, row)
 			continue
 		}
+		var idle, ticks uint64
 		for run := range s.Runs {
 			s.Progress(fmt.Sprintf("real kernel: %s as it is (run %d of %d)", s.Workload, run+1, s.Runs))
 			before, err := r.measure(ctx, nil)
 			if err != nil {
 				return v, err
 			}
+			idle, ticks = idle+r.idle, ticks+r.ticks
 			row.MeasuredBeforeRuns = append(row.MeasuredBeforeRuns, before)
 			s.Progress(fmt.Sprintf("real kernel: %s with %s=%s (run %d of %d)", s.Workload, l.Name, l.Value, run+1, s.Runs))
 			var ch knobset.Change
@@ -265,6 +273,11 @@ func Verify(ctx context.Context, s *VerifySpec) (v *Verification, err error) {
 				break
 			}
 			row.MeasuredAfterRuns = append(row.MeasuredAfterRuns, after)
+			idle, ticks = idle+r.idle, ticks+r.ticks
+		}
+		row.IdleShare = -1
+		if ticks > 0 {
+			row.IdleShare = float64(idle) / float64(ticks)
 		}
 		if row.Skipped == "" {
 			row.MeasuredBeforeNS = Summarize(row.MeasuredBeforeRuns).Median
@@ -292,6 +305,20 @@ type realRun struct {
 	nb   *nlbackend.Backend
 	tmpl ndst.NetnsTemplate
 	kind string
+	// idle and ticks are the idle and all CPU time (clock ticks) of the
+	// last timed teardown (zero when /proc/stat is not there).
+	idle, ticks uint64
+}
+
+// timed runs f, the teardown, and notes how idle the CPUs were meanwhile.
+func (r *realRun) timed(f func() error) error {
+	a, ok := readCPUTimes()
+	err := f()
+	r.idle, r.ticks = 0, 0
+	if b, ok2 := readCPUTimes(); ok && ok2 && b.total > a.total {
+		r.idle, r.ticks = b.idle-a.idle, b.total-a.total
+	}
+	return err
 }
 
 func openReal(ctx context.Context, s *VerifySpec) (*realRun, error) {
@@ -341,7 +368,11 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 				return 0, err
 			}
 		}
-		d, err := r.nb.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: w.OneByOne})
+		var d *ndst.Result
+		err = r.timed(func() (err error) {
+			d, err = r.nb.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: w.OneByOne})
+			return err
+		})
 		if err != nil {
 			return 0, fmt.Errorf("real del of %d: %w", w.Devices, err)
 		}
@@ -359,7 +390,11 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 			return 0, err
 		}
 	}
-	d, err := r.nb.NetnsDel(ctx, del)
+	var d *ndst.Result
+	err = r.timed(func() (err error) {
+		d, err = r.nb.NetnsDel(ctx, del)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("real netns del of %d: %w", w.Namespaces, err)
 	}
@@ -379,7 +414,7 @@ func (v *Verification) WriteTable(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "lever\twas\tpredicted\tmeasured\terror with\teffect predicted / measured\t")
+	fmt.Fprintln(tw, "lever\twas\tpredicted\tmeasured\terror with\teffect predicted / measured\tCPUs idle\t")
 	for _, r := range v.Rows {
 		lever := r.Name + "=" + r.Value
 		if r.Skipped != "" {
@@ -391,11 +426,15 @@ func (v *Verification) WriteTable(w io.Writer) error {
 		if !r.SignRight {
 			sign = "WRONG"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s -> %s\t%+.1f%%\t%s %+.0f%% / %s %+.0f%%: %s\t\n", lever, r.Before,
+		idle := "-"
+		if r.IdleShare >= 0 {
+			idle = fmt.Sprintf("%.0f%%", 100*r.IdleShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s -> %s\t%s -> %s\t%+.1f%%\t%s %+.0f%% / %s %+.0f%% (±%.0f%%): %s\t%s\t\n", lever, r.Before,
 			FormatDuration(float64(r.PredictedBeforeNS)), FormatDuration(float64(r.PredictedAfterNS)),
 			FormatDuration(float64(r.MeasuredBeforeNS)), FormatDuration(float64(r.MeasuredAfterNS)),
 			100*r.Error, r.PredictedEffect, 100*relative(r.PredictedAfterNS, r.PredictedBeforeNS),
-			r.MeasuredEffect, 100*relative(r.MeasuredAfterNS, r.MeasuredBeforeNS), sign)
+			r.MeasuredEffect, 100*relative(r.MeasuredAfterNS, r.MeasuredBeforeNS), 100*r.Threshold, sign, idle)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

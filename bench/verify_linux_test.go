@@ -74,7 +74,7 @@ func TestVerifyOnHost(t *testing.T) {
 			t.Errorf("after Verify(%s) %s reads %s, want %s", w, stall, got, before)
 		}
 		r := v.Rows
-		if len(r) != 3 || r[0].Skipped != "" || len(r[0].MeasuredBeforeRuns) != 2 || len(r[0].MeasuredAfterRuns) != 2 || r[0].MeasuredAfterNS <= 0 || r[0].PredictedEffect != "none" {
+		if len(r) != 3 || r[0].Skipped != "" || r[0].IdleShare < 0 || r[0].IdleShare > 1 || len(r[0].MeasuredBeforeRuns) != 2 || len(r[0].MeasuredAfterRuns) != 2 || r[0].MeasuredAfterNS <= 0 || r[0].PredictedEffect != "none" {
 			t.Errorf("Verify(%s) first row = %+v, want two runs each way", w, r[0])
 		}
 		if len(r) == 3 && (!strings.Contains(r[1].Skipped, "read-only at runtime") || !strings.Contains(r[2].Skipped, "already "+before)) {
@@ -108,5 +108,18 @@ func TestThreshold(t *testing.T) {
 	}
 	if got := EffectWithin(100, 85, 0.2); got != "none" {
 		t.Errorf("EffectWithin(100, 85, 0.2) = %q, want none (within the runs' spread)", got)
+	}
+}
+
+func TestCPUTimes(t *testing.T) {
+	a, ok := readCPUTimes()
+	if !ok || a.total == 0 || a.idle > a.total {
+		t.Fatalf("readCPUTimes() = %+v, %v; want the all-CPU line of /proc/stat", a, ok)
+	}
+	if got := idleShare(cpuTimes{10, 100}, cpuTimes{60, 200}); got != 0.5 {
+		t.Errorf("idleShare = %v, want 0.5", got)
+	}
+	if got := idleShare(a, a); got != -1 {
+		t.Errorf("idleShare over no time = %v, want -1", got)
 	}
 }

@@ -102,7 +102,7 @@ func (v *hostVerifier) Verify(ctx context.Context, a *advise.Advice) error {
 	if ver != nil {
 		for i, r := range ver.Rows {
 			m := &advise.Measurement{BeforeNS: r.MeasuredBeforeNS, AfterNS: r.MeasuredAfterNS, Skipped: r.Skipped,
-				BeforeRunsNS: r.MeasuredBeforeRuns, AfterRunsNS: r.MeasuredAfterRuns}
+				BeforeRunsNS: r.MeasuredBeforeRuns, AfterRunsNS: r.MeasuredAfterRuns, IdleShare: r.IdleShare}
 			for _, c := range changes {
 				if strings.Contains(c, "("+r.Path+")") {
 					m.Changes = append(m.Changes, c)
@@ -127,7 +127,11 @@ func verdict(r bench.VerifyRow) string {
 	if !r.SignRight {
 		sign = fmt.Sprintf("the effect's sign is WRONG: measured %s, predicted %s (a change within ±%.0f%% counts as none)", r.MeasuredEffect, r.PredictedEffect, 100*r.Threshold)
 	}
-	return fmt.Sprintf("the prediction with it is off by %+.1f%%; %s", 100*r.Error, sign)
+	idle := ""
+	if r.IdleShare >= 0 {
+		idle = fmt.Sprintf("; the CPUs were %.0f%% idle during the timed teardowns", 100*r.IdleShare)
+	}
+	return fmt.Sprintf("the prediction with it is off by %+.1f%%; %s%s", 100*r.Error, sign, idle)
 }
 
 // writeVerification prints the last verification's table (text output).

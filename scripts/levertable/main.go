@@ -78,6 +78,9 @@ type Cell struct {
 	PAfter    int64   `json:"predicted_after_ns"`
 	Error     float64 `json:"relative_error"`
 	Threshold float64 `json:"effect_threshold"`
+	// Idle is the share of the host's CPU time that was idle during the
+	// timed teardowns (host cells; -1 unknown).
+	Idle      float64 `json:"idle_share"`
 	MEffect   string  `json:"measured_effect"`
 	PEffect   string  `json:"predicted_effect"`
 	SignRight bool    `json:"sign_right"`
@@ -138,7 +141,8 @@ func Build(ctx context.Context, dir string) ([]Cell, *Manifest, error) {
 						continue
 					}
 					c := Cell{Lever: l.Setting, Where: "host " + m.Host.Kernel, Workload: shortWorkload(a.Workload),
-						Before: l.Measured.BeforeNS, After: l.Measured.AfterNS, PBefore: l.BeforeNS, PAfter: l.AfterNS, Skipped: l.Measured.Skipped}
+						Before: l.Measured.BeforeNS, After: l.Measured.AfterNS, PBefore: l.BeforeNS, PAfter: l.AfterNS, Skipped: l.Measured.Skipped,
+						Idle: l.Measured.IdleShare}
 					if c.Skipped == "" {
 						c.Error = rel(c.PAfter, c.After)
 						c.Threshold = bench.Threshold(l.Measured.BeforeRunsNS, l.Measured.AfterRunsNS)
@@ -161,7 +165,7 @@ func Build(ctx context.Context, dir string) ([]Cell, *Manifest, error) {
 			if r.Batch == "one-by-one" {
 				mode = "one by one"
 			}
-			cells = append(cells, Cell{Lever: strings.Join(c.Params, " "), Where: where, Workload: fmt.Sprintf("%d devices, %s", r.Count, mode),
+			cells = append(cells, Cell{Lever: strings.Join(c.Params, " "), Where: where, Workload: fmt.Sprintf("%d devices, %s", r.Count, mode), Idle: -1,
 				Before: r.MeasuredBeforeNS, After: r.MeasuredAfterNS, PBefore: r.PredictedBeforeNS, PAfter: r.PredictedAfterNS,
 				Error: r.Error, Threshold: r.Threshold, MEffect: r.MeasuredEffect, PEffect: r.PredictedEffect, SignRight: r.SignRight})
 		}
@@ -234,8 +238,8 @@ func WriteTable(w io.Writer, cells []Cell, m *Manifest, md bool) error {
 	}
 	dur := func(ns int64) string { return bench.FormatDuration(float64(ns)) }
 	if md {
-		b.WriteString("| lever | where | workload | measured without → with | predicted without → with | error with | effect measured / predicted | |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| lever | where | workload | measured without → with | predicted without → with | error with | effect measured / predicted | CPUs idle | |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, l := range levers {
 		for _, c := range cells {
@@ -244,7 +248,7 @@ func WriteTable(w io.Writer, cells []Cell, m *Manifest, md bool) error {
 			}
 			if c.Skipped != "" {
 				if md {
-					fmt.Fprintf(&b, "| `%s` | %s | %s | skipped: %s | %s → %s | | | |\n", c.Lever, c.Where, c.Workload, c.Skipped, dur(c.PBefore), dur(c.PAfter))
+					fmt.Fprintf(&b, "| `%s` | %s | %s | skipped: %s | %s → %s | | | | |\n", c.Lever, c.Where, c.Workload, c.Skipped, dur(c.PBefore), dur(c.PAfter))
 				} else {
 					fmt.Fprintf(&b, "%s  %s  %s: skipped (%s)\n", c.Lever, c.Where, c.Workload, c.Skipped)
 				}
@@ -263,8 +267,12 @@ func WriteTable(w io.Writer, cells []Cell, m *Manifest, md bool) error {
 				if !c.SignRight {
 					eff = "**" + eff + "**"
 				}
-				fmt.Fprintf(&b, "| `%s` | %s | %s | %s → %s | %s → %s | %s | %s | %s |\n", c.Lever, c.Where, c.Workload,
-					dur(c.Before), dur(c.After), dur(c.PBefore), dur(c.PAfter), errText, eff, mark)
+				idle := ""
+				if c.Idle >= 0 {
+					idle = fmt.Sprintf("%.0f%%", 100*c.Idle)
+				}
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s → %s | %s → %s | %s | %s | %s | %s |\n", c.Lever, c.Where, c.Workload,
+					dur(c.Before), dur(c.After), dur(c.PBefore), dur(c.PAfter), errText, eff, idle, mark)
 			} else {
 				fmt.Fprintf(&b, "%s  %s  %s: measured %s -> %s, predicted %s -> %s, error %s, effect %s %s\n", c.Lever, c.Where, c.Workload,
 					dur(c.Before), dur(c.After), dur(c.PBefore), dur(c.PAfter), errText, eff, mark)

@@ -28,7 +28,7 @@ func TestBuildTable(t *testing.T) {
 	a := advise.Advice{Op: "advise", Workload: advise.Workload{Devices: 1000, OneByOne: true}, Verified: true,
 		NoEffect: []advise.Lever{{Kind: advise.KindRuntime, Setting: "rcupdate.rcu_expedited=1", RuntimeSettable: true, Path: "/sys/kernel/rcu_expedited",
 			BeforeNS: 16e9, AfterNS: 16e9, Measured: &advise.Measurement{BeforeNS: 16.2e9, AfterNS: 16.1e9,
-				BeforeRunsNS: []int64{16.2e9, 16.0e9, 16.4e9}, AfterRunsNS: []int64{16.1e9, 16.1e9, 16.2e9}}}},
+				BeforeRunsNS: []int64{16.2e9, 16.0e9, 16.4e9}, AfterRunsNS: []int64{16.1e9, 16.1e9, 16.2e9}, IdleShare: 0.93}}},
 		Slower: []advise.Lever{{Kind: advise.KindRuntime, Setting: "rcutree.rcu_divisor=0", RuntimeSettable: true, Path: "/sys/module/rcutree/parameters/rcu_divisor",
 			BeforeNS: 16e9, AfterNS: 16e9, Measured: &advise.Measurement{Skipped: "read-only at runtime"}}},
 	}
@@ -57,7 +57,7 @@ func TestBuildTable(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{
-		"| `rcupdate.rcu_expedited=1` | host 6.18.0-test | 1000 devices, one by one | 16.200s → 16.100s | 16.000s → 16.000s | -0.6% | none -1% / none +0% (±5%) |  |",
+		"| `rcupdate.rcu_expedited=1` | host 6.18.0-test | 1000 devices, one by one | 16.200s → 16.100s | 16.000s → 16.000s | -0.6% | none -1% / none +0% (±5%) | 93% |  |",
 		"| `rcutree.rcu_divisor=0` | host 6.18.0-test | 1000 devices, one by one | skipped: read-only at runtime |",
 		"| `rcu_nocbs=all` | VM amd64, 1 CPU | 1000 devices, one by one |",
 		"- `rcupdate.rcu_expedited=1`: verified",
