@@ -92,7 +92,7 @@ func writeKnob(path, v string) error {
 	}
 	if err := write(p, []byte(v+"\n")); err != nil {
 		if errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("%s: the kernel refused %q (EINVAL)", path, v)
+			return &NotWritableError{path, fmt.Sprintf("the kernel refused the value %q (EINVAL)", v)}
 		}
 		return notWritable(path, err)
 	}

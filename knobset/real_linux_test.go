@@ -146,3 +146,32 @@ func TestRealKnobAdjustedByKernelRestored(t *testing.T) {
 	}
 	t.Logf("the kernel had adjusted 400 to %s; notes %q", adjusted, notes)
 }
+
+// A value the kernel refuses (EINVAL) is a knob that cannot be written, with
+// the reason, and leaves no record and the knob as it was.
+func TestRealKnobValueRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("writing a kernel knob needs root; running as uid %d", os.Geteuid())
+	}
+	const p = "/sys/kernel/rcu_expedited"
+	if err := checkKnob(p); err != nil {
+		t.Skipf("no writable knob to test with: %v", err)
+	}
+	knobsettest.HoldRealKernelLock(t, 20*time.Minute)
+	oldDir := Dir
+	Dir = filepath.Join(t.TempDir(), "ndst")
+	t.Cleanup(func() { Dir = oldDir })
+	before := knob(t, p)
+	s, err := Begin(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Set("rcupdate.rcu_expedited", p, "abc")
+	if !errors.Is(err, ErrNotWritable) || !strings.Contains(err.Error(), `the kernel refused the value "abc" (EINVAL)`) {
+		t.Errorf("Set(abc) = %v, want refused by the kernel, as not writable", err)
+	}
+	if Pending() || knob(t, p) != before {
+		t.Errorf("after a refused write: record %v, %s reads %s (was %s)", Pending(), p, knob(t, p), before)
+	}
+}
