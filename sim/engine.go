@@ -307,14 +307,15 @@ func (e *Engine) Jitter(d Time) Time {
 	if e.cfg.Jitter == 0 || d <= 0 {
 		return d
 	}
-	f := 1 + e.cfg.Jitter*(2*e.float64()-1)
-	return Time(float64(d) * f)
+	return jittered(d, e.cfg.Jitter, e.pcg.Uint64())
 }
 
-// float64 is e.Rand().Float64() without the interface call: the same draw
-// from the same source, the same value.
-func (e *Engine) float64() float64 {
-	return float64(e.pcg.Uint64()<<11>>11) / (1 << 53)
+// jittered is d spread by jitter with the draw u: u as rand.Rand.Float64
+// makes a float of it (the same draw, the same value, without the interface
+// call), scaled to [1-jitter, 1+jitter).
+func jittered(d Time, jitter float64, u uint64) Time {
+	f := 1 + jitter*(2*(float64(u<<11>>11)/(1<<53))-1)
+	return Time(float64(d) * f)
 }
 
 // ---- events ----

@@ -87,40 +87,72 @@ func (t *Task) skipSteadyTicks() bool {
 	if most <= 0 {
 		return false
 	}
-	watch := e.cfg.Watchdog > 0 && e.cfg.Lockup == LockupTick
-	thresh := e.watchdogThresh()
-
-	var (
-		ticks, checks    int64 // ticks skipped, and the condition's evaluations
-		flushT, flushC   int64 // how many of them have their counters added
-		aSeq, rSeq, bSeq uint64
-		pollRelax        bool // the last step's event is due a poll, after the next arm
-	)
-	bSeq = c.tickEvt.seq
-	flush := func() {
-		if n := ticks - flushT; n > 0 {
-			for _, h := range e.hooks {
-				h.(SteadyHooks).SkipTicks(c, mode, first+flushT, n)
-			}
-			flushT = ticks
-		}
-		if n := checks - flushC; n > 0 {
-			t.relaxSkipped(n)
-			flushC = checks
-		}
+	// A tick may come no later than the spin's deadline, and before the
+	// other event and, with 2.6.3x's detector, before the unit in which it
+	// would wake the watchdog thread (unless woken already) or report; the
+	// end of its step before the deadline and the other event.
+	tickBound, endBound := t.relaxUntil+1, t.relaxUntil
+	if other >= 0 {
+		tickBound, endBound = min(tickBound, other), min(endBound, other)
 	}
-	// settle puts the tick event where the cycles left it.
-	settle := func() {
+	if e.cfg.Watchdog > 0 && e.cfg.Lockup == LockupTick {
+		thresh := e.watchdogThresh()
+		last := c.touchedUnits + thresh // the last unit without a report
+		if !c.watchdogKicked {
+			last = c.touchedUnits + thresh/2
+		}
+		tickBound = min(tickBound, Time(last+1)<<lockupShift)
+	}
+
+	// The cycles run on local copies of what they change, written back
+	// (sync) before each poll and at the end.
+	var (
+		now, tickAt, period = e.now, c.tickAt, e.period
+		seq, events         = e.seq, e.stats.Events
+		pcg                 = *e.pcg
+		busyMode, busyIRQ   Time // added since the last sync
+		ticks, checks       int64
+		syncedT, syncedC    int64 // of those, the ones written back
+		aSeq, rSeq, bSeq          = uint64(0), uint64(0), c.tickEvt.seq
+		lastJ, lastD        Time  = -1, 0
+		pollRelax           bool  // the last step's event is due a poll, after the next arm
+		jit, cost, least    = e.cfg.Jitter, e.cfg.TickCost, t.relaxMin
+		draw                = jit != 0 && cost > 0
+		polled              = e.interrupt != nil
+	)
+	sync := func() {
+		e.now, e.seq, e.stats.Events, *e.pcg = now, seq, events, pcg
+		c.Busy[t.mode] += busyMode
+		t.chargedInPhase(busyMode)
+		c.Busy[ModeIRQ] += busyIRQ
+		busyMode, busyIRQ = 0, 0
+		c.tickAt = tickAt
+		if n := ticks - syncedT; n > 0 {
+			e.stats.Ticks += n
+			e.skipped += n
+			e.curCPU = c
+			c.irqBase, c.irqSpent = lastJ, max(lastD, 0)
+			if lastD > 0 {
+				c.irqBusyUntil = lastJ + lastD
+			}
+			for _, h := range e.hooks {
+				h.(SteadyHooks).SkipTicks(c, mode, first+syncedT, n)
+			}
+			syncedT = ticks
+		}
+		if n := checks - syncedC; n > 0 {
+			t.relaxSkipped(n)
+			syncedC = checks
+		}
 		if ticks > 0 {
-			c.tickEvt.at, c.tickEvt.seq = c.tickAt, bSeq
+			c.tickEvt.at, c.tickEvt.seq = tickAt, bSeq
 			e.queue.fix(c.tickEvt.index)
 		}
 	}
 	// stopped arms the spin's step as it stood when the poll stopped the
 	// run: due at end with sequence number seq.
-	stopped := func(end Time, seq uint64) bool {
-		flush()
-		settle()
+	stopped := func(err error, end Time, seq uint64) bool {
+		e.Stop(err)
 		t.chargeEnd = end
 		t.chargeEvt.fn = t.endFn
 		t.chargeEv = &t.chargeEvt
@@ -128,83 +160,69 @@ func (t *Task) skipSteadyTicks() bool {
 		e.queue.add(&t.chargeEvt)
 		return true
 	}
-	poll := func() error {
-		if e.interrupt == nil || e.stats.Events%interruptEvery != 0 {
-			return nil
-		}
-		flush()
-		return e.interrupt()
-	}
 	for ticks < most {
-		j := c.tickAt
-		if j <= e.now || j < e.now+t.relaxMin || j > t.relaxUntil || other >= 0 && j >= other {
+		j := tickAt
+		if j >= tickBound || j <= now || j < now+least {
 			break
 		}
-		if watch {
-			if u := lockupUnits(j); u > c.touchedUnits+thresh || !c.watchdogKicked && u > c.touchedUnits+thresh/2 {
-				break
-			}
+		saved := pcg
+		d := cost
+		if draw {
+			d = jittered(cost, jit, pcg.Uint64())
 		}
-		saved := *e.pcg
-		d := e.Jitter(e.cfg.TickCost)
 		end := j
 		if d > 0 {
 			end = j + d
 		}
-		if end >= t.relaxUntil || other >= 0 && end >= other || end > j+e.period {
-			*e.pcg = saved // that tick runs as an event and draws its own cost
+		if end >= endBound || end > j+period {
+			pcg = saved // that tick runs as an event and draws its own cost
 			break
 		}
 		// The spin's step up to the tick (relaxArm).
-		step := j - e.now
-		c.Busy[t.mode] += step
-		t.chargedInPhase(step)
-		e.seq++
-		aSeq = e.seq
+		busyMode += j - now
+		seq++
+		aSeq = seq
 		if pollRelax {
 			pollRelax = false
+			cur := pcg
+			pcg = saved // the tick's cost is drawn by the tick, not reached yet
+			sync()
 			if err := e.interrupt(); err != nil {
-				e.Stop(err)
-				*e.pcg = saved // the tick's cost is drawn by the tick, which the run does not reach
-				return stopped(j, aSeq)
+				return stopped(err, j, aSeq)
 			}
+			pcg = cur
 		}
 		// The tick (tick, Steal, stretch, ensureTick).
-		e.now = j
-		e.stats.Events++
-		e.stats.Ticks++
-		e.curCPU = c
-		c.irqBase, c.irqSpent = j, 0
+		now = j
+		events++
 		if d > 0 {
-			c.Busy[ModeIRQ] += d
-			c.irqSpent = d
-			c.irqBusyUntil = end
-			e.seq++
-			rSeq = e.seq
+			busyIRQ += d
+			seq++
+			rSeq = seq
 		} else {
 			rSeq = aSeq
 		}
-		e.seq++
-		bSeq = e.seq
-		c.tickAt = j + e.period
+		seq++
+		bSeq = seq
+		tickAt = j + period
+		lastJ, lastD = j, d
 		ticks++
-		e.skipped++
-		if err := poll(); err != nil {
-			e.Stop(err)
-			return stopped(end, rSeq)
+		if polled && events%interruptEvery == 0 {
+			sync()
+			if err := e.interrupt(); err != nil {
+				return stopped(err, end, rSeq)
+			}
 		}
 		// The end of the stretched step: the condition is still false.
-		e.now = end
-		t.chargeEnd = end
-		e.stats.Events++
+		now = end
+		events++
 		checks++
-		pollRelax = e.interrupt != nil && e.stats.Events%interruptEvery == 0
-		if pollRelax {
-			flush()
-		}
+		pollRelax = polled && events%interruptEvery == 0
 	}
-	flush()
-	settle()
+	sync()
+	if ticks > 0 {
+		t.chargeEnd = now
+	}
 	return false
 }
 
