@@ -4,7 +4,7 @@
 # does for this host's own kernel.
 #
 # usage: scripts/vm-trace.sh [--cpus N] [--preempt MODE] [--mode one|batch] [-n N]
-#          [--package NAME | --kernel FILE] [--out DIR] [--timeout S]
+#          [--package NAME | --kernel FILE] [--append PARAMS] [--out DIR] [--timeout S]
 #
 # One boot (scripts/vm-run.sh --shell --trace-tools, under flock
 # /tmp/ndst-vm.lock) runs guest-trace (scripts/guest-trace.sh) in the guest:
@@ -12,12 +12,15 @@
 # the sched, timer, irq, IPI, RCU and sendmsg tracepoints the kernel has in
 # tracefs (trace clock mono) while one process deletes them one by one
 # (--mode one, one RTM_DELLINK sendmsg each) or all at once (--mode batch, one
-# RTM_DELLINK for their interface group), and prints the trace. The host then
+# RTM_DELLINK for their interface group), and prints the trace.
+# --append PARAMS boots the guest with kernel parameters added (vm-run.sh
+# --append), to trace a boot-time lever. The host then
 # writes DIR/NAME.log (the boot's whole output), DIR/NAME.trace (the trace),
 # and DIR/NAME.txt (go run ./scripts/teardowntrace -hz HZ -cpus N: the tick
 # delivery per CPU, the deletes on the tick grid, summaries per end jiffy), and
 # prints the analysis's header and histograms. NAME is
-# MODE-CPUS-PREEMPT-RELEASE.
+# MODE-CPUS-PREEMPT-RELEASE (with --append, then the parameters, each
+# character other than a letter, digit, dot or dash as _).
 #
 # Nothing is left behind but DIR (default /tmp/ndst-vm-trace-DATE-PID); the
 # guest is gone when the script ends. Exit: 0 ok, 1 the boot or the analysis
@@ -35,6 +38,7 @@ preempt=none
 mode=one
 n=""
 kopt=()
+app=()
 out=""
 timeout_s=900
 while [[ $# -gt 0 ]]; do
@@ -44,6 +48,7 @@ while [[ $# -gt 0 ]]; do
 	--mode) [[ $# -ge 2 ]] || usage; mode=$2; shift ;;
 	-n) [[ $# -ge 2 ]] || usage; n=$2; shift ;;
 	--package | --kernel) [[ $# -ge 2 ]] || usage; kopt=("$1" "$2"); shift ;;
+	--append) [[ $# -ge 2 ]] || usage; app=(--append "$2"); shift ;;
 	--out) [[ $# -ge 2 ]] || usage; out=$2; shift ;;
 	--timeout) [[ $# -ge 2 ]] || usage; timeout_s=$2; shift ;;
 	-h | --help) usage ;;
@@ -62,7 +67,7 @@ mkdir -p "$out"
 
 log=$out/run.log
 set +e
-flock /tmp/ndst-vm.lock "$here/scripts/vm-run.sh" --cpus "$cpus" --preempt "$preempt" "${kopt[@]}" \
+flock /tmp/ndst-vm.lock "$here/scripts/vm-run.sh" --cpus "$cpus" --preempt "$preempt" "${kopt[@]}" "${app[@]}" \
 	--shell --trace-tools --mem 1024 --timeout "$timeout_s" -- "guest-trace $mode $n" >"$log" 2>"$out/run.err"
 rc=$?
 set -e
@@ -76,6 +81,7 @@ guest=$(grep -m1 '^@@ndst-vm guest ' "$log" || true)
 release=$(sed -n 's/.* release=\([^ ]*\).*/\1/p' <<<"$guest")
 hz=$(sed -n 's/.* hz=\([0-9]*\).*/\1/p' <<<"$host")
 name=$mode-$cpus-$preempt-${release:-unknown}
+((${#app[@]} == 0)) || name+=-$(tr -c 'A-Za-z0-9.\n-' _ <<<"${app[1]}")
 mv "$log" "$out/$name.log"
 log=$out/$name.log
 sed -n '/^@@guest-trace begin$/,/^@@guest-trace end$/p' "$log" | sed '1d;$d' >"$out/$name.trace"
