@@ -26,10 +26,12 @@
 # prediction with it and the sign of its effect (the VM cells predicted again
 # from their transcripts with this tree's model).
 #
-# Every command that times or changes the host's kernel runs under flock
-# ${NDST_REALKERNEL_LOCK:-/tmp/ndst-realkernel.lock}, and each pair of boots
-# under flock ${NDST_VM_LOCK:-/tmp/ndst-vm.lock}, so that other real-kernel runs on
-# the machine neither disturb these nor run under a changed knob. DIR
+# The host part, and each pair of boots, holds both the machine's locks,
+# ${NDST_REALKERNEL_LOCK:-/tmp/ndst-realkernel.lock} (real-kernel runs) and
+# ${NDST_VM_LOCK:-/tmp/ndst-vm.lock} (qemu boots), taken in that order (vm,
+# then real kernel, as other runs that hold both do), so that no other
+# real-kernel run or boot on the machine disturbs these measurements or runs
+# under a changed knob; do not run the script under flock yourself. DIR
 # defaults to a new folder lever-table-DATE in the current one. A default
 # run took about 30 minutes on a 2-core machine (TCG guests).
 # Exit status: 0 the table was printed; 1 a step failed (its output says
@@ -86,17 +88,27 @@ ndst=$work/ndst
 t0=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# locked CMD...: CMD with both locks held (fd 8: the VM lock, fd 9: the
+# real-kernel lock), each waited for at most an hour.
+locked() {
+	(
+		flock -w 3600 8 || { note "$vmlock stayed locked for an hour"; exit 1; }
+		flock -w 3600 9 || { note "$rklock stayed locked for an hour"; exit 1; }
+		"$@"
+	) 8>>"$vmlock" 9>>"$rklock"
+}
+
 host_json="" vm_json=""
-if ((host)); then
-	note "this host: calibrating ($(uname -r))"
-	flock "$rklock" "$ndst" calibrate -o "$out/host-costs.json" >"$out/host-calibrate.txt" 2>&1 ||
+hostpart() {
+	note "this host: calibrating ($(uname -r)); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	"$ndst" calibrate -o "$out/host-costs.json" >"$out/host-calibrate.txt" 2>&1 ||
 		{ tail -n 5 "$out/host-calibrate.txt" >&2; note "calibrate failed"; exit 1; }
 	files=()
 	for w in "1000-one-by-one:--count 1000 --one-by-one" "1000-batched:--count 1000" "100-pods:--netns-count 100 --veth --one-at-a-time"; do
 		name=${w%%:*}
 		read -ra args <<<"${w#*:}"
 		note "this host: advise --verify, ${w#*:} ($runs run(s) each way)"
-		if ! flock "$rklock" "$ndst" --json --costs "$out/host-costs.json" advise "${args[@]}" --verify --verify-runs "$runs" \
+		if ! "$ndst" --json --costs "$out/host-costs.json" advise "${args[@]}" --verify --verify-runs "$runs" \
 			>"$out/host-$name.json" 2>"$out/host-$name.stderr"; then
 			tail -n 5 "$out/host-$name.stderr" >&2
 			note "advise --verify ${w#*:} failed"
@@ -104,7 +116,12 @@ if ((host)); then
 		fi
 		files+=("\"host-$name.json\"")
 	done
-	host_json=$(printf '"host": {"kernel": "%s", "verify": [%s]}' "$(uname -r)" "$(IFS=,; echo "${files[*]}")")
+	printf '"host": {"kernel": "%s", "verify": [%s]}' "$(uname -r)" "$(IFS=,; echo "${files[*]}")" >"$out/.host.json"
+}
+if ((host)); then
+	locked hostpart
+	host_json=$(<"$out/.host.json")
+	rm -f "$out/.host.json"
 fi
 
 if ((vm)); then
@@ -115,7 +132,7 @@ if ((vm)); then
 			IFS=: read -r tag pkg param <<<"$spec"
 			name=$tag-$c
 			note "VM: $pkg, $c CPU(s), without and with $param"
-			if ! flock "$vmlock" bash "$repo/scripts/vm-predict.sh" --param "$param" --cpus "$c" --count "$count" --runs "$vmruns" --json \
+			if ! locked bash "$repo/scripts/vm-predict.sh" --param "$param" --cpus "$c" --count "$count" --runs "$vmruns" --json \
 				--log "$out/vm-$name.log" -- --package "$pkg" >"$out/vm-$name.json" 2>"$out/vm-$name.stderr"; then
 				tail -n 5 "$out/vm-$name.stderr" >&2
 				note "vm-predict.sh --param $param --cpus $c failed"
