@@ -31,7 +31,8 @@
 # ${NDST_VM_LOCK:-/tmp/ndst-vm.lock} (qemu boots), taken in that order (vm,
 # then real kernel, as other runs that hold both do), so that no other
 # real-kernel run or boot on the machine disturbs these measurements or runs
-# under a changed knob; do not run the script under flock yourself. DIR
+# under a changed knob (a lock the caller already holds, running the script
+# under flock, is used as it is). DIR
 # defaults to a new folder lever-table-DATE in the current one. A default
 # run took about 30 minutes on a 2-core machine (TCG guests).
 # Exit status: 0 the table was printed; 1 a step failed (its output says
@@ -88,14 +89,33 @@ ndst=$work/ndst
 t0=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# held PATH: this process already holds PATH's lock through a descriptor
+# it inherited (a caller ran it under flock PATH): flocking an open file
+# description that holds the lock succeeds at once.
+held() {
+	local fd
+	for fd in /proc/$BASHPID/fd/*; do
+		[[ $(readlink "$fd" 2>/dev/null) == "$1" ]] || continue
+		flock -n "${fd##*/}" 2>/dev/null && return 0
+	done
+	return 1
+}
+
 # locked CMD...: CMD with both locks held (fd 8: the VM lock, fd 9: the
-# real-kernel lock), each waited for at most an hour.
+# real-kernel lock; one already held through an inherited descriptor is
+# not taken again), each waited for at most an hour.
 locked() {
 	(
-		flock -w 3600 8 || { note "$vmlock stayed locked for an hour"; exit 1; }
-		flock -w 3600 9 || { note "$rklock stayed locked for an hour"; exit 1; }
+		if ! held "$vmlock"; then
+			exec 8>>"$vmlock"
+			flock -w 3600 8 || { note "$vmlock stayed locked for an hour"; exit 1; }
+		fi
+		if ! held "$rklock"; then
+			exec 9>>"$rklock"
+			flock -w 3600 9 || { note "$rklock stayed locked for an hour"; exit 1; }
+		fi
 		"$@"
-	) 8>>"$vmlock" 9>>"$rklock"
+	)
 }
 
 host_json="" vm_json=""
