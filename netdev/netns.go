@@ -658,7 +658,7 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 			host.rcu.Synchronize(t)
 		}
 	}
-	ns.deviceExit(t, batch)
+	gone := ns.deviceExit(t, batch)
 	// The other pernet exit methods (IPv4, IPv6, sysctls, /proc, sockets).
 	t.SetPhase(PhaseExitNet)
 	for range batch {
@@ -684,6 +684,15 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 			ns.OnFree(n)
 		}
 	}
+	// What the namespace layer knew of the batch's devices (unregistered
+	// and freed with it, host-side veth peers too) goes with it, so that
+	// the map does not keep every freed namespace and its registry alive
+	// (a churn of 60,000 pods otherwise holds all of them).
+	for _, devs := range gone {
+		for _, d := range devs {
+			delete(ns.info, d)
+		}
+	}
 	t.SetPhase(phase.Other)
 	ns.done.WakeAll()
 }
@@ -692,8 +701,9 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 // (one unregister_netdevice_many) where the line has it, else
 // default_device_exit per namespace (each virtual device with its own
 // unregister, host-side veth peers right after theirs) and then
-// loopback_net_exit (lo).
-func (ns *Namespaces) deviceExit(t *sim.Task, batch []*Netns) {
+// loopback_net_exit (lo). It returns each namespace's devices, its
+// host-side veth peers among them.
+func (ns *Namespaces) deviceExit(t *sim.Task, batch []*Netns) [][]*Device {
 	host := ns.host
 	per := make([][]*Device, len(batch))
 	for k, n := range batch {
@@ -724,7 +734,7 @@ func (ns *Namespaces) deviceExit(t *sim.Task, batch []*Netns) {
 		host.RTNLLock(t)
 		host.UnregisterMany(t, all)
 		host.RTNLUnlock(t) // netdev_run_todo
-		return
+		return per
 	}
 	for k, n := range batch {
 		host.RTNLLock(t)
@@ -740,6 +750,7 @@ func (ns *Namespaces) deviceExit(t *sim.Task, batch []*Netns) {
 			host.RTNLUnlock(t)
 		}
 	}
+	return per
 }
 
 // netnsNotifier is the namespace layer on the netdevice notifier chain: it

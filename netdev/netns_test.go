@@ -2,8 +2,10 @@ package netdev_test
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
+	"weak"
 
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ifname"
@@ -293,6 +295,42 @@ func TestNetnsUnmount(t *testing.T) {
 			}
 			if tc.gps > 0 && end == start {
 				t.Error("the unmounts took no time; each waits for its grace period")
+			}
+		})
+	}
+}
+
+// TestFreedNamespacesAreNotKept: once its cleanup has freed a namespace,
+// nothing of the namespace layer keeps it (or its registry) reachable, so a
+// churn of many pods holds only the ones alive.
+func TestFreedNamespacesAreNotKept(t *testing.T) {
+	for _, line := range []string{"2.6.32", "6.18"} {
+		t.Run(line, func(t *testing.T) {
+			k := bootNetns(t, line, 2)
+			var freed []weak.Pointer[netdev.Netns]
+			var alive *netdev.Netns
+			err := k.do(t, func(tk *sim.Task) {
+				ns := k.create(t, tk, "a", "b", "c", "d")
+				for _, n := range ns[:3] {
+					freed = append(freed, weak.Make(n))
+					k.ns.Put(tk, n)
+				}
+				if !k.ns.WaitDone(tk, ns[:3], 60*sim.Second) {
+					t.Error("WaitDone = false")
+				}
+				alive = ns[3]
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			for i, w := range freed {
+				if w.Value() != nil {
+					t.Errorf("freed namespace %d is still reachable", i)
+				}
+			}
+			if n, ok := k.ns.Lookup("d"); !ok || n != alive || k.ns.Kind(alive.Lo) != netdev.KindLoopback {
+				t.Errorf("the namespace still alive is lost: Lookup(d) = %v, %v", n, ok)
 			}
 		})
 	}
