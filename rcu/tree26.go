@@ -92,6 +92,9 @@ func (g *tree26) queue(d *cpuData, fn func()) {
 	}
 }
 
+// tick and softirq are restated by steadyTicks (steady.go) for the ticks a
+// spinning CPU may skip: a change here needs one there, which
+// TestSteadyTicksChangeNoFigure (ndst/emu) shows when it is missing.
 func (g *tree26) tick(d *cpuData, mode sim.Mode) {
 	if !g.pending(d) {
 		return
