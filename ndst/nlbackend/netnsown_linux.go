@@ -326,6 +326,14 @@ func judgeEntry(name string) namespace {
 		rerr = errOtherDir
 	}
 	p := nsPath(name)
+	// Only a regular file is opened (a mounted namespace is one, and so is
+	// the empty file under it): a device node, FIFO or link planted there
+	// is judged from its lstat alone.
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		n.Why = "not a mounted network namespace"
+		return n
+	}
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		n.Why = fmt.Sprintf("cannot open %s: %v", p, err)

@@ -538,3 +538,60 @@ func TestRecordsOfAnotherRunNetns(t *testing.T) {
 		t.Errorf("NetnsDel once the record is this /run/netns's again = %+v, %v", r, err)
 	}
 }
+
+// TestStrangeEntriesUnderRunNetns: a FIFO, a device node, a directory and a
+// link under /run/netns, with records of their names, are judged from
+// their lstat alone (nothing is opened, nothing blocks), never ndst's, and
+// reset leaves them.
+func TestStrangeEntriesUnderRunNetns(t *testing.T) {
+	skipUnlessRoot(t)
+	if err := ensureNetnsDir(); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"strange-fifo", "strange-dev", "strange-dir", "strange-link"}
+	t.Cleanup(func() {
+		for _, n := range names {
+			os.RemoveAll(nsPath(n))
+			os.Remove(ownerPath(n))
+		}
+	})
+	if err := unix.Mkfifo(nsPath(names[0]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mknod(nsPath(names[1]), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(nsPath(names[2]), 0o700)
+	os.Symlink("/proc/1/ns/net", nsPath(names[3]))
+	for _, n := range names {
+		if err := writeRecord(n, nsIdentity{Kind: identityKind(), ID: 5, Ino: nsID{1, 9}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan []namespace, 1)
+	go func() {
+		var out []namespace
+		for _, n := range names {
+			out = append(out, judgeEntry(n))
+		}
+		done <- out
+	}()
+	select {
+	case judged := <-done:
+		for _, n := range judged {
+			if n.Ours || n.Leftover {
+				t.Errorf("%s judged %+v, want someone else's", n.Name, n)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("judging the strange entries blocked")
+	}
+	if _, err := ResetAll(context.Background(), Options{Netns: "strange-none"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, err := os.Lstat(nsPath(n)); err != nil {
+			t.Errorf("reset removed %s: %v", n, err)
+		}
+	}
+}
