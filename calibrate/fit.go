@@ -343,7 +343,7 @@ func (r *Report) Misses() []string {
 		case "netns cleanup done":
 			m = "the cleanup_net runs (netns_exit_ns a namespace, fitted to the runs' own durations, with the model's batching, its grace period and two rcu_barrier()s) do not reproduce this size: the namespaces the runs took, or their waits, differ from the model's"
 		default:
-			m = "its mechanism is not named"
+			m = workloadMiss(p.What)
 		}
 		out = append(out, fmt.Sprintf("%s %d (%+.1f%%): %s", p.What, p.Devices, 100*p.Error, m))
 	}
