@@ -53,6 +53,11 @@ func newAddCmd(g *globalOptions) *cobra.Command {
 			if err := addrs.Normalize(); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("vlan-id") && vlanID == 0 {
+				// 0 is the request's "from 1"; said on the command line
+				// it is an id outside 1..4094.
+				return ndst.Usagef("--vlan-id 0: want ids within 1..%d", ndst.MaxVLANID)
+			}
 			req := ndst.AddRequest{Count: n, Template: tmpl, Kind: g.addKind(), OneByOne: oneByOne, Addrs: addrs, Parent: parent, VLANID: vlanID}
 			switch {
 			case ndst.IsChildKind(req.Kind) && !g.nameExplicit:

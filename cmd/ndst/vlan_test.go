@@ -58,6 +58,7 @@ func TestVLANBadInput(t *testing.T) {
 		{[]string{"--kind", "vlan", "add", "1", "--parent", "ifb0", "--vlan-id", "4095"}, "VLAN ids 4095..4095: want ids within 1..4094"},
 		{[]string{"--kind", "vlan", "add", "2", "--parent", "ifb0", "--vlan-id", "4094"}, "VLAN ids 4094..4095"},
 		{[]string{"--kind", "vlan", "add", "1", "--parent", "ifb0", "--vlan-id", "-1"}, "VLAN ids -1..-1"},
+		{[]string{"--kind", "vlan", "add", "1", "--parent", "ifb0", "--vlan-id", "0"}, "--vlan-id 0: want ids within 1..4094"},
 		{[]string{"--kind", "vlan", "add", "1", "--parent", "eth9"}, "--parent eth9: no such device"},
 		{[]string{"--kind", "vlan", "add", "1"}, "--kind vlan needs --parent NAME"},
 		{[]string{"add", "1", "--parent", "ifb0"}, "--parent ifb0 applies to --kind vlan or macvlan"},
