@@ -309,6 +309,7 @@ type linkNotifier struct{}
 func (linkNotifier) Register(*Registry, *sim.Task, *Device) {}
 
 func (linkNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
+	r = r.homeOf(d) // a namespace's device, unregistered by its cleanup
 	s := r.links[d]
 	if s == nil || d.State != Unregistering {
 		return
@@ -358,7 +359,7 @@ func (r *Registry) qdiscSync(devs []*Device) bool {
 		return true
 	}
 	for _, d := range devs {
-		if s := r.links[d]; s != nil && s.cfg.Qdisc() {
+		if s := r.homeOf(d).links[d]; s != nil && s.cfg.Qdisc() {
 			return true
 		}
 	}

@@ -79,6 +79,7 @@ func VLANCostsOf(t *costs.Table) VLANCosts {
 // every device's (UnregisterMany): its kind's cost beyond a plain
 // device's, which may be negative.
 func (r *Registry) childUnregisterCost(d *Device) sim.Time {
+	r = r.homeOf(d)
 	s := r.lowers[d]
 	if s == nil || s.lower.Parent == nil {
 		return 0
@@ -209,6 +210,7 @@ type vlanNotifier struct{}
 func (vlanNotifier) Register(*Registry, *sim.Task, *Device) {}
 
 func (vlanNotifier) Unregister(r *Registry, t *sim.Task, d *Device) {
+	r = r.homeOf(d) // a namespace's device, unregistered by its cleanup
 	s := r.lowers[d]
 	if s == nil || d.State != Unregistering {
 		return
@@ -256,6 +258,7 @@ func (r *Registry) uninitChild(t *sim.Task, d *Device, s *lowerState) {
 // macvlan_dev_free): it drops the reference on the lower device where the
 // line keeps it until then.
 func (r *Registry) freeChild(t *sim.Task, d *Device) {
+	r = r.homeOf(d)
 	s := r.lowers[d]
 	if s == nil {
 		return

@@ -83,3 +83,55 @@ func runJSON(t *testing.T, state string, args ...string) map[string]any {
 	}
 	return m
 }
+
+// TestNetnsAddrsGolden: namespaces whose links are up with addresses; on
+// 5.10 forwarding's anycast cascade makes their cleanup later; a line
+// without addresses, or addresses without links, exit 2 with nothing made.
+func TestNetnsAddrsGolden(t *testing.T) {
+	var done [2]int64
+	for i, fwd := range []bool{false, true} {
+		state := tempState(t)
+		add := []string{"--profile", "5.10", "--hz", "250", "--cpus", "2", "netns", "add", "10", "--links", "2", "--addr6", "1", "--lo-up"}
+		if fwd {
+			add = append(add, "--ipv6-forwarding")
+		}
+		out, e, c := ndstRun(t, state, add...)
+		if c != 0 || !strings.Contains(out, "each link up, 1 IPv6 address") {
+			t.Fatalf("%v = exit %d, %s%s", add, c, out, e)
+		}
+		out, e, c = ndstRun(t, state, "--profile", "5.10", "--hz", "250", "--cpus", "2", "--json", "netns", "del", "1", "10")
+		if c != 0 {
+			t.Fatalf("netns del = exit %d, %s", c, e)
+		}
+		var r struct {
+			Netns struct {
+				DoneNS int64 `json:"done_ns"`
+			} `json:"netns"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Netns.DoneNS == 0 {
+			t.Fatalf("netns del --json: %v (done %d):\n%s", err, r.Netns.DoneNS, out)
+		}
+		done[i] = r.Netns.DoneNS
+		if fwd {
+			golden(t, "netns-addr6-fwd-5.10.json", maskWall(out))
+		}
+	}
+	if done[1] <= done[0] {
+		t.Errorf("cleanup done %d ns with forwarding, %d without: want later with it", done[1], done[0])
+	}
+	state := tempState(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--profile", "2.6.32", "netns", "add", "2", "--links", "1", "--addr6", "1"}, "kernel line 2.6.32 is modelled without addresses"},
+		{[]string{"--profile", "6.18", "netns", "add", "2", "--addr6", "1"}, "give --links K"},
+	} {
+		if _, e, code := ndstRun(t, state, c.args...); code != 2 || !strings.Contains(e, c.want) {
+			t.Errorf("ndst %v = exit %d, %q; want exit 2 with %q", c.args, code, e, c.want)
+		}
+	}
+	if out, _, _ := ndstRun(t, state, "netns", "list"); !strings.Contains(out, "0 namespaces") {
+		t.Errorf("a refused netns add left namespaces:\n%s", out)
+	}
+}

@@ -71,6 +71,7 @@ func newNetnsAddCmd(g *globalOptions) *cobra.Command {
 		links          int
 		veth, loUp     bool
 		tmpl, vethTmpl string
+		addrs          ndst.Addrs
 	)
 	cmd := &cobra.Command{
 		Use:   "add N",
@@ -81,7 +82,7 @@ func newNetnsAddCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := ndst.NetnsAddRequest{Count: n, Links: links, Kind: g.kind, Veth: veth, LoUp: loUp}
+			req := ndst.NetnsAddRequest{Count: n, Links: links, Kind: g.kind, Veth: veth, LoUp: loUp, Addrs: addrs}
 			if req.Template, err = ndst.ParseNetnsTemplate(tmpl); err != nil {
 				return err
 			}
@@ -106,6 +107,7 @@ func newNetnsAddCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&loUp, "lo-up", false, "set lo up in each namespace (127.0.0.1, ::1 and their routes)")
 	f.StringVar(&tmpl, "template", ndst.DefaultNetnsTemplate, "namespace name template with exactly one %d (numbers start at 1)")
 	f.StringVar(&vethTmpl, "veth-name", "veth%d", "name template of the veth ends in the initial namespace")
+	addAddrFlags(cmd, &addrs)
 	return cmd
 }
 
@@ -120,6 +122,9 @@ func netnsAddSummary(req ndst.NetnsAddRequest) string {
 	s := "each with " + joinAnd(parts)
 	if req.LoUp {
 		s += ", lo up"
+	}
+	if !req.Addrs.IsZero() {
+		s += ", each link " + req.Addrs.String()
 	}
 	return s
 }

@@ -384,6 +384,17 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 			return nil, ndst.Usagef("veth template %s has room for %d more names in the initial namespace, asked for %d", req.VethTemplate, free, req.Count)
 		}
 	}
+	var link netdev.LinkConfig
+	if !req.Addrs.IsZero() {
+		// Each namespace's links are set up with their addresses
+		// (netdev.SetUp in the namespace), as add does in one.
+		if link, err = linkOf(ndst.AddRequest{Kind: req.Kind, Addrs: req.Addrs}); err != nil {
+			return nil, err
+		}
+		if err := b.r.profile.CheckAddrs(link); err != nil {
+			return nil, ndst.Usagef("%v", err)
+		}
+	}
 	per := 1 + req.Links
 	if req.Veth {
 		per += 2
@@ -392,6 +403,9 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 		return nil, err
 	}
 	res := b.newResult("netns-add", false)
+	if !req.Addrs.IsZero() {
+		res.Notes = append(res.Notes, "each link "+req.Addrs.String())
+	}
 	wall := time.Now()
 	k, err := b.boot(ctx)
 	if err != nil {
@@ -418,7 +432,11 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 			}
 			for range req.Links {
 				syscall(t, sys)
-				if _, err := ns.AddLink(t, n, req.LinkTemplate); err != nil {
+				d, err := ns.AddLink(t, n, req.LinkTemplate)
+				if err == nil && !req.Addrs.IsZero() {
+					err = n.Reg.SetUp(t, d, link, sys)
+				}
+				if err != nil {
 					addErr = fmt.Errorf("namespace %s: %w", name, err)
 					return
 				}

@@ -93,20 +93,7 @@ func (b *Backend) configureLinks(ctx context.Context, links []link, a ndst.Addrs
 		m.b = m.b[:0]
 		sent := map[uint32]int{}
 		for j := i; j < end; j++ {
-			l := links[j]
-			s := b.c.nextSeq()
-			sent[s] = j
-			appendSetUp(&m, s, l.Index)
-			for k := range a.V6 {
-				s := b.c.nextSeq()
-				sent[s] = j
-				appendNewAddr(&m, s, l.Index, ndst.Addr6(l.Index, k))
-			}
-			for k := range a.V4 {
-				s := b.c.nextSeq()
-				sent[s] = j
-				appendNewAddr(&m, s, l.Index, ndst.Addr4(l.Index, k))
-			}
+			appendLinkConfig(&m, b.c, sent, j, links[j].Index, a)
 		}
 		if err := b.c.send(m.b); err != nil {
 			return time.Since(t0), fmt.Errorf("send the addresses: %w", err)
@@ -127,6 +114,24 @@ func (b *Backend) configureLinks(ctx context.Context, links []link, a ndst.Addrs
 		}
 	}
 	return time.Since(t0), nil
+}
+
+// appendLinkConfig appends the requests that set link ifindex up with its
+// addresses, each noted as j in sent.
+func appendLinkConfig(m *msg, c *conn, sent map[uint32]int, j, ifindex int, a ndst.Addrs) {
+	s := c.nextSeq()
+	sent[s] = j
+	appendSetUp(m, s, ifindex)
+	for k := range a.V6 {
+		s := c.nextSeq()
+		sent[s] = j
+		appendNewAddr(m, s, ifindex, ndst.Addr6(ifindex, k))
+	}
+	for k := range a.V4 {
+		s := c.nextSeq()
+		sent[s] = j
+		appendNewAddr(m, s, ifindex, ndst.Addr4(ifindex, k))
+	}
 }
 
 // setForwarding6 writes net.ipv6.conf.DEV.forwarding=1 for each link, from

@@ -42,6 +42,9 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
+	if err := checkNetnsAddrs(req.Addrs); err != nil {
+		return nil, err
+	}
 	kind, explicit := b.o.Kind, b.o.KindExplicit
 	if req.Kind != "" {
 		if err := ValidateKind(req.Kind); err != nil {
@@ -106,9 +109,12 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 		b.notef(res, "%s", n)
 	}
 	res.Kind = kind
+	if !req.Addrs.IsZero() {
+		b.notef(res, "each link %s", req.Addrs)
+	}
 	p := nsPlan{
 		loUp: req.LoUp, links: req.Links, linkTmpl: linkTmpl, kind: kind, veth: req.Veth, inner: req.VethInner,
-		group: freeGroup(links), hostNs: int(b.ns),
+		group: freeGroup(links), hostNs: int(b.ns), addrs: req.Addrs,
 	}
 	guard, err := b.netnsMemGuard(req)
 	if err != nil {
@@ -179,7 +185,8 @@ type nsPlan struct {
 	veth     bool
 	inner    string
 	group    uint32
-	hostNs   int // ndst's namespace, where the veth pairs' other ends go
+	hostNs   int        // ndst's namespace, where the veth pairs' other ends go
+	addrs    ndst.Addrs // the links' addresses (netnsaddr_linux.go)
 }
 
 // freeNetnsNames picks the count lowest free numbers of tmpl, from 1, among
@@ -420,6 +427,9 @@ func makeNamespace(p nsPlan, name, hostName string) error {
 		if err != nil {
 			return err
 		}
+	}
+	if firstErr == nil {
+		firstErr = configureNsLinks(c, p)
 	}
 	if firstErr != nil {
 		// What was made goes with the namespace when the thread leaves it,

@@ -13,6 +13,7 @@ import (
 	"github.com/ndst-project/ndst/ndst/nlbackend/osthread"
 	"github.com/ndst-project/ndst/safefile"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -213,6 +214,65 @@ func TestNetnsDelCNIReal(t *testing.T) {
 	n := res.Netns
 	if n.Style != ndst.StyleCNI || n.CNIDelete == nil || n.CNIDelete.MinNS <= 0 {
 		t.Errorf("NetnsDel --cni times = %+v, want style cni and each veth delete timed", n)
+	}
+}
+
+// TestNetnsAddrsReal: each namespace's links up with their addresses, and
+// forwarding's anycast address, seen from inside the namespace.
+func TestNetnsAddrsReal(t *testing.T) {
+	hasIPv6(t)
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	ctx := context.Background()
+	tmpl := ndst.MustNetnsTemplate("ndst-addr-test%d")
+	t.Cleanup(func() { _, _ = b.DropNamespaces(tmpl) })
+	res, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: 2, Template: tmpl, Links: 2, LoUp: true,
+		Addrs: ndst.Addrs{V4: 1, V6: 1, Forwarding6: true}})
+	if err != nil || res.Count != 2 {
+		t.Fatalf("NetnsAdd with addresses = %+v, %v", res, err)
+	}
+	ns, err := netns.GetFromPath(nsPath(tmpl.Name(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := 0
+	for _, l := range links {
+		if l.Attrs().Name == "lo" {
+			continue
+		}
+		if l.Attrs().Flags&net.FlagUp == 0 {
+			t.Errorf("%s is not up", l.Attrs().Name)
+			continue
+		}
+		up++
+		for fam, want := range map[int]string{netlink.FAMILY_V4: ndst.Addr4(l.Attrs().Index, 0).String(), netlink.FAMILY_V6: ndst.Addr6(l.Attrs().Index, 0).String()} {
+			addrs, err := h.AddrList(l, fam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, a := range addrs {
+				found = found || a.IPNet.String() == want
+			}
+			if !found {
+				t.Errorf("%s lacks %s (has %v)", l.Attrs().Name, want, addrs)
+			}
+		}
+	}
+	if up != 2 {
+		t.Errorf("%d links up in %s, want 2", up, tmpl.Name(1))
+	}
+	if _, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 2, Template: tmpl}); err != nil {
+		t.Fatal(err)
 	}
 }
 
