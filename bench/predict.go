@@ -484,10 +484,24 @@ func (p *Prediction) writePhases(b *strings.Builder) {
 
 // emuKind is the emulated devices' kind: ifb when they are up (its
 // queueing qdisc makes closing them wait on 6.18) and the real ones are
-// ifb, else the emulated kernel's dummy.
+// ifb (asked for, or the kernel's default where it has no dummy, as the
+// calibration's devices were), else the emulated kernel's dummy.
 func (s *PredictSpec) emuKind() string {
-	if s.Addrs.Up && (s.Netlink.Kind == "ifb" || s.Netlink.Kind == "" || s.Netlink.Kind == "dummy" && !s.Netlink.KindExplicit) {
-		return "ifb"
+	if !s.Addrs.Up {
+		return ""
 	}
-	return ""
+	switch {
+	case s.Netlink.Kind == "ifb":
+		return "ifb"
+	case s.Netlink.KindExplicit:
+		return ""
+	case s.Costs != nil && s.Costs.Host != nil && s.Costs.Host.DeviceKind != "":
+		if s.Costs.Host.DeviceKind == "ifb" {
+			return "ifb"
+		}
+		return ""
+	}
+	// A table without the kind: the real kernel's default is dummy,
+	// unless it has none (this project's host).
+	return "ifb"
 }

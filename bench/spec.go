@@ -147,11 +147,14 @@ type Cell struct {
 	RCU    string `json:"rcu,omitempty"`
 	// A workload cell (workloadcells.go): Workload names it, the fields
 	// after it are its parameters, Count its size.
-	Workload string  `json:"workload,omitempty"`
-	Addr4    int     `json:"addr4,omitempty"`
-	Addr6    int     `json:"addr6,omitempty"`
-	Fwd6     bool    `json:"ipv6_forwarding,omitempty"`
-	Child    string  `json:"child,omitempty"`
+	Workload string `json:"workload,omitempty"`
+	Addr4    int    `json:"addr4,omitempty"`
+	Addr6    int    `json:"addr6,omitempty"`
+	Fwd6     bool   `json:"ipv6_forwarding,omitempty"`
+	Child    string `json:"child,omitempty"`
+	// Kind is the devices' kind (addrs, and children's lower device):
+	// "ifb", or "" for the emulated kernel's dummy.
+	Kind     string  `json:"kind,omitempty"`
 	Parallel int     `json:"parallel,omitempty"`
 	Rate     float64 `json:"rate,omitempty"`
 	ForNS    int64   `json:"for_ns,omitempty"`

@@ -84,7 +84,7 @@ func (c Cell) WorkloadString() string {
 		if how == BatchParent {
 			how = "with their lower device"
 		}
-		return fmt.Sprintf("%d %ss on an ifb deleted %s", c.Count, c.Child, how)
+		return fmt.Sprintf("%d %ss on a%s deleted %s", c.Count, c.Child, lowerKind(c), how)
 	case WorkloadUnshare:
 		return fmt.Sprintf("%d namespaces by %d workers that unshare and exit", c.Count, c.Parallel)
 	case WorkloadChurn:
@@ -134,7 +134,7 @@ func (s *Spec) runWorkloadSim(ctx context.Context, c Cell, seed uint64) Sample {
 	}
 	switch c.Workload {
 	case WorkloadAddrs:
-		add, err := b.Add(ctx, ndst.AddRequest{Count: c.Count, Kind: "ifb", Addrs: ndst.Addrs{V4: c.Addr4, V6: c.Addr6, Forwarding6: c.Fwd6}})
+		add, err := b.Add(ctx, ndst.AddRequest{Count: c.Count, Kind: c.Kind, Addrs: ndst.Addrs{V4: c.Addr4, V6: c.Addr6, Forwarding6: c.Fwd6}})
 		if add != nil {
 			smp.AddNS, smp.AddWallNS = deref(add.VirtualNS), add.WallNS
 		}
@@ -148,7 +148,7 @@ func (s *Spec) runWorkloadSim(ctx context.Context, c Cell, seed uint64) Sample {
 		return outcome(smp, del, err)
 	case WorkloadChildren:
 		pt, _ := ndst.ParseTemplate("lower%d")
-		if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: pt, Kind: "ifb"}); err != nil {
+		if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: pt, Kind: c.Kind}); err != nil {
 			smp.StoppedIn = "add"
 			return failed(smp, err)
 		}
@@ -212,15 +212,23 @@ func (s *Spec) validateWorkload() error {
 	return w.checkWorkload()
 }
 
+// lowerKind names the children's lower device, after "a".
+func lowerKind(c Cell) string {
+	if c.Kind == "ifb" {
+		return "n ifb"
+	}
+	return " dummy"
+}
+
 // workloadFigure says what a workload matrix's times are.
 func workloadFigure(c Cell) string {
 	switch c.Workload {
 	case WorkloadAddrs:
 		a := ndst.Addrs{V4: c.Addr4, V6: c.Addr6, Forwarding6: c.Fwd6}
 		_ = a.Normalize()
-		return fmt.Sprintf("time to delete N devices just added, each %s", a)
+		return fmt.Sprintf("time to delete N %ss just added, each %s", map[bool]string{true: "ifb", false: "dummie"}[c.Kind == "ifb"], a)
 	case WorkloadChildren:
-		return fmt.Sprintf("time to delete N %ss just added on an ifb (parent: by deleting the ifb)", c.Child)
+		return fmt.Sprintf("time to delete N %ss just added on a%s (parent: by deleting it)", c.Child, lowerKind(c))
 	case WorkloadUnshare:
 		return fmt.Sprintf("time until the cleanup freed N namespaces made by %d workers that unshare and exit (lo up)", c.Parallel)
 	case WorkloadChurn:

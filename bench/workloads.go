@@ -52,6 +52,30 @@ type WorkloadSpec struct {
 	Only []string
 	// Progress, when set, is told what runs.
 	Progress func(what string)
+
+	// realKind is the kind of the devices the real kernel made (its
+	// default: dummy, or ifb where the kernel has no dummy): the emulated
+	// runs, which follow the real ones, make theirs of the same kind.
+	realKind string
+}
+
+// deviceKind is the kind a cell's devices are asked for: the backend's
+// default on the real kernel, the real devices' kind on the emulated one.
+func (s *WorkloadSpec) deviceKind(emulated bool) string {
+	if emulated && s.realKind == "ifb" {
+		return "ifb"
+	}
+	return ""
+}
+
+// addDevices adds a cell's devices, noting the real devices' kind.
+func (s *WorkloadSpec) addDevices(ctx context.Context, b ndst.Backend, emulated bool, req ndst.AddRequest) error {
+	req.Kind = s.deviceKind(emulated)
+	res, err := b.Add(ctx, req)
+	if err == nil && !emulated && res != nil && res.Kind != "" {
+		s.realKind = res.Kind
+	}
+	return err
 }
 
 // WorkloadNames are the workloads a WorkloadSpec can run.
@@ -86,6 +110,9 @@ type WorkloadPrediction struct {
 	Notes   []string      `json:"notes,omitempty"`
 	LoadAvg []string      `json:"loadavg,omitempty"`
 	WallNS  int64         `json:"wall_ns"`
+	// DeviceKind is the kind of the device cells' devices (the real
+	// kernel's default, dummy or ifb), "" when no device cell ran.
+	DeviceKind string `json:"device_kind,omitempty"`
 }
 
 // Check validates the spec and fills its defaults.
@@ -221,6 +248,7 @@ cells:
 	}
 	p.LoadAvg = append(p.LoadAvg, calibrate.LoadAvg())
 	p.WallNS = int64(time.Since(start))
+	p.DeviceKind = s.realKind
 	return p, nil
 }
 
@@ -254,7 +282,7 @@ func (s *WorkloadSpec) cells() []workloadCell {
 				run: func(ctx context.Context, b ndst.Backend, emulated bool) (map[string]int64, string, error) {
 					m := map[string]int64{}
 					for _, oneByOne := range []bool{true, false} {
-						if _, err := b.Add(ctx, ndst.AddRequest{Count: s.Devices, Kind: "ifb", Addrs: a}); err != nil {
+						if err := s.addDevices(ctx, b, emulated, ndst.AddRequest{Count: s.Devices, Addrs: a}); err != nil {
 							return nil, "", err
 						}
 						d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32, OneByOne: oneByOne})
@@ -278,12 +306,12 @@ func (s *WorkloadSpec) cells() []workloadCell {
 			for _, f := range figs {
 				gates[f] = g
 			}
-			out = append(out, workloadCell{workload: "children", cell: fmt.Sprintf("%d %ss on an ifb", s.Devices, kind), gates: gates, order: figs,
+			out = append(out, workloadCell{workload: "children", cell: fmt.Sprintf("%d %ss on one device", s.Devices, kind), gates: gates, order: figs,
 				run: func(ctx context.Context, b ndst.Backend, emulated bool) (map[string]int64, string, error) {
 					m := map[string]int64{}
 					for _, f := range figs {
 						pt, _ := ndst.ParseTemplate("wlp%d")
-						if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: pt, Kind: "ifb"}); err != nil {
+						if err := s.addDevices(ctx, b, emulated, ndst.AddRequest{Count: 1, Template: pt}); err != nil {
 							return nil, "", err
 						}
 						if _, err := b.Add(ctx, ndst.AddRequest{Count: s.Devices, Kind: kind, Parent: "wlp0"}); err != nil {
@@ -416,6 +444,9 @@ func derefN(p *int) int {
 // WriteTable prints the comparison.
 func (p *WorkloadPrediction) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "workloads on kernel %s (line %s, HZ=%d, %d CPUs), emulated with %s\n", p.Kernel, p.Line, p.HZ, p.CPUs, p.Costs)
+	if p.DeviceKind != "" {
+		fmt.Fprintf(w, "devices: %s (the real kernel's default kind; the emulated devices are of the same kind)\n", p.DeviceKind)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tcell\tfigure\tmeasured\tpredicted\terror\tgate")
 	for _, r := range p.Rows {

@@ -316,7 +316,7 @@ func (r *Report) buildTable(now time.Time) {
 			costs.UnregisterBatch: batch,
 		},
 		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: r.Host.Preempt,
-			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP, Knobs: r.Knobs, KnobsRead: r.Knobs != nil},
+			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP, Knobs: r.Knobs, KnobsRead: r.Knobs != nil, DeviceKind: r.Kind},
 		Extra: map[string]int64{
 			"create_per_device_ns":           r.CreateNS,
 			"netlink_round_trip_ns":          r.RoundTripNS,

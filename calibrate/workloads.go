@@ -83,7 +83,7 @@ func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) err
 			return err
 		}
 		for _, w := range [][2]string{{WorkAddr6Add, WorkAddr6Del}, {WorkAddrAdd, WorkAddrDel}} {
-			a, err := b.Add(ctx, ndst.AddRequest{Count: workloadCount, Template: tmpl, Kind: "ifb", Addrs: workloadAddrs[w[0]]})
+			a, err := b.Add(ctx, ndst.AddRequest{Count: workloadCount, Template: tmpl, Addrs: workloadAddrs[w[0]]})
 			if err != nil {
 				return fmt.Errorf("%s %d: %w", w[0], workloadCount, err)
 			}
@@ -100,7 +100,7 @@ func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) err
 			if round >= 0 && !supported[k] {
 				continue
 			}
-			if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: parentTmpl, Kind: "ifb"}); err != nil {
+			if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: parentTmpl}); err != nil {
 				return fmt.Errorf("add a lower device: %w", err)
 			}
 			ca, err := b.Add(ctx, ndst.AddRequest{Count: workloadCount, Kind: k, Parent: parentTmpl.Name(0)})
@@ -165,7 +165,7 @@ func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) err
 
 // emulatedWorkload runs one workload run on the emulated kernel with table
 // t: the median over closureSeeds seeds.
-func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, what string, n int) (int64, error) {
+func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, kind, what string, n int) (int64, error) {
 	var out []int64
 	for seed := uint64(1); seed <= closureSeeds; seed++ {
 		c := base
@@ -174,7 +174,7 @@ func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, what
 		if err != nil {
 			return 0, err
 		}
-		v, err := runEmulatedWorkload(ctx, b, what, n)
+		v, err := runEmulatedWorkload(ctx, b, emuKind(kind), what, n)
 		b.Close()
 		if err != nil {
 			return 0, err
@@ -184,11 +184,20 @@ func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, what
 	return median(out), nil
 }
 
-func runEmulatedWorkload(ctx context.Context, b *emu.Backend, what string, n int) (int64, error) {
+// emuKind is the emulated devices' kind for the host's: ifb, or the
+// emulated kernel's dummy.
+func emuKind(kind string) string {
+	if kind == "ifb" {
+		return "ifb"
+	}
+	return ""
+}
+
+func runEmulatedWorkload(ctx context.Context, b *emu.Backend, kind, what string, n int) (int64, error) {
 	tmpl, _ := ndst.ParseTemplate("wl%d")
 	switch what {
 	case WorkAddr6Add, WorkAddr6Del, WorkAddrAdd, WorkAddrDel:
-		a, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: "ifb", Addrs: workloadAddrs[what]})
+		a, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: kind, Addrs: workloadAddrs[what]})
 		if err != nil || what == WorkAddr6Add || what == WorkAddrAdd {
 			return virt(a), err
 		}
@@ -203,7 +212,7 @@ func runEmulatedWorkload(ctx context.Context, b *emu.Backend, what string, n int
 			continue
 		}
 		pt, _ := ndst.ParseTemplate("wlp%d")
-		if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: pt, Kind: "ifb"}); err != nil {
+		if _, err := b.Add(ctx, ndst.AddRequest{Count: 1, Template: pt, Kind: kind}); err != nil {
 			return 0, err
 		}
 		a, err := b.Add(ctx, ndst.AddRequest{Count: n, Kind: k, Parent: "wlp0"})
@@ -312,7 +321,7 @@ func (r *Report) fitWorkloads(ctx context.Context, base emu.Config) error {
 			f1 = 100_000
 		}
 		set(f0)
-		e0, err := emulatedWorkload(ctx, base, t, w.What, w.Count)
+		e0, err := emulatedWorkload(ctx, base, t, r.Kind, w.What, w.Count)
 		if err != nil {
 			return fmt.Errorf("calibrate: %s: %w", w.What, err)
 		}
@@ -320,7 +329,7 @@ func (r *Report) fitWorkloads(ctx context.Context, base emu.Config) error {
 		best, bestErr := f0, math.Abs(float64(e0-w.MeasuredNS))
 		for range 8 {
 			set(f1)
-			e1, err := emulatedWorkload(ctx, base, t, w.What, w.Count)
+			e1, err := emulatedWorkload(ctx, base, t, r.Kind, w.What, w.Count)
 			if err != nil {
 				return fmt.Errorf("calibrate: %s: %w", w.What, err)
 			}
@@ -345,7 +354,7 @@ func (r *Report) fitWorkloads(ctx context.Context, base emu.Config) error {
 // workloadClosure adds the workload runs to the closure.
 func (r *Report) workloadClosure(ctx context.Context, base emu.Config) error {
 	for _, w := range r.Workloads {
-		e, err := emulatedWorkload(ctx, base, r.Table, w.What, w.Count)
+		e, err := emulatedWorkload(ctx, base, r.Table, r.Kind, w.What, w.Count)
 		if err != nil {
 			return fmt.Errorf("calibrate: %s closure: %w", w.What, err)
 		}

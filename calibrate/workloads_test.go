@@ -38,13 +38,13 @@ func TestFitWorkloadsRecoversItsRuns(t *testing.T) {
 	ctx := context.Background()
 	whats := []string{WorkAddr6Add, WorkAddr6Del, WorkAddrAdd, WorkAddrDel,
 		fmt.Sprintf(WorkChildAdd, ndst.KindMacvlan), fmt.Sprintf(WorkChildDel, ndst.KindMacvlan), WorkVethNetns}
-	r := &Report{Table: tab}
+	r := &Report{Table: tab, Kind: "ifb"}
 	r.Table.Extra = maps.Clone(tab.Extra)
 	if r.Table.Extra == nil {
 		r.Table.Extra = map[string]int64{}
 	}
 	for _, w := range whats {
-		ns, err := emulatedWorkload(ctx, base, &known, w, workloadCount)
+		ns, err := emulatedWorkload(ctx, base, &known, "ifb", w, workloadCount)
 		if err != nil {
 			t.Fatalf("%s: %v", w, err)
 		}

@@ -95,6 +95,9 @@ type Host struct {
 	// emulated host runs with the line's defaults.
 	Knobs     []HostKnob `json:"knobs,omitempty"`
 	KnobsRead bool       `json:"knobs_read,omitempty"`
+	// DeviceKind is the link kind of the calibration's devices ("dummy",
+	// or "ifb" where the kernel has no dummy); "" in an older table.
+	DeviceKind string `json:"device_kind,omitempty"`
 }
 
 // HostKnob is one kernel knob of a calibrated host.

@@ -226,8 +226,11 @@ func (g *globalOptions) checkBench(cmd *cobra.Command) error {
 		return refuse(flags, fmt.Sprintf("--backend %s has no emulated cells", strings.Join(backends, ",")))
 	}
 	if !slices.Contains(backends, "netlink") {
-		return refuse(setFlags(cmd, []string{"kind", "bench-netns"}),
-			"this bench has no netlink cells (add netlink to --backend)")
+		netlinkOnly := []string{"kind", "bench-netns"}
+		if w, _ := cmd.Flags().GetString("workload"); w != "" {
+			netlinkOnly = netlinkOnly[1:] // a workload's emulated devices take --kind
+		}
+		return refuse(setFlags(cmd, netlinkOnly), "this bench has no netlink cells (add netlink to --backend)")
 	}
 	return nil
 }

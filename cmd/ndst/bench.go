@@ -133,7 +133,7 @@ func (o *benchOptions) spec(g *globalOptions) (*bench.Spec, error) {
 		return nil, err
 	}
 	s.NetnsVeth, s.NetnsLoUp = o.netnsVeth, o.netnsLoUp
-	if err := o.workloadSpec(s); err != nil {
+	if err := o.workloadSpec(s, g); err != nil {
 		return nil, err
 	}
 	if g.costs != "" {

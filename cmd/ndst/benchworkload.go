@@ -25,11 +25,20 @@ func addBenchWorkloadFlags(cmd *cobra.Command, o *benchOptions) {
 
 // workloadSpec puts the workload flags into s: the cells' template, and
 // the delete modes each workload takes when --batch was left alone.
-func (o *benchOptions) workloadSpec(s *bench.Spec) error {
+func (o *benchOptions) workloadSpec(s *bench.Spec, g *globalOptions) error {
 	if o.workload.Workload == "" {
 		return nil
 	}
 	w := o.workload
+	if g.kindExplicit {
+		switch g.kind {
+		case "ifb":
+			w.Kind = "ifb"
+		case "dummy":
+		default:
+			return ndst.Usagef("--kind %s: a workload's devices are dummy or ifb", g.kind)
+		}
+	}
 	w.Addr4, w.Addr6, w.Fwd6 = o.addrs.V4, o.addrs.V6, o.addrs.Forwarding6
 	w.ForNS = int64(o.forDur)
 	if w.ForNS == 0 {

@@ -14,7 +14,7 @@ func TestBenchWorkloadGolden(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{"bench-workload-addrs.txt", []string{"--workload", "addrs", "--addr6", "1", "--ipv6-forwarding", "--count", "20", "--batch", "batched,one-by-one"}, "IPv6"},
+		{"bench-workload-addrs.txt", []string{"--kind", "ifb", "--workload", "addrs", "--addr6", "1", "--ipv6-forwarding", "--count", "20", "--batch", "batched,one-by-one"}, "IPv6"},
 		{"bench-workload-children.txt", []string{"--workload", "children", "--child", "vlan", "--count", "20"}, "VLAN"},
 		{"bench-workload-unshare.txt", []string{"--workload", "unshare", "--parallel", "4", "--count", "100"}, "unshare"},
 		{"bench-workload-churn.txt", []string{"--workload", "churn", "--rate", "20", "--for", "3s", "--count", "1"}, "pods at 20 a second"},
