@@ -299,11 +299,16 @@ func (r *Registry) homeOf(d *Device) *Registry {
 	return r
 }
 
+// netnsTableBuckets is a namespace's device table size: most hold lo,
+// a few links and a veth end.
+const netnsTableBuckets = 16
+
 // newRegistry makes the registry of a new namespace, sharing the host's
 // RTNL and configuration.
 func (ns *Namespaces) newRegistry(name string, nextIfindex int) *Netns {
 	h := ns.host
-	reg := New(h.e, h.rcu, Options{Profile: h.prof, Costs: h.costs, Waiter: h.waiter, NameAlloc: h.nameAlloc, NextIfindex: nextIfindex})
+	reg := New(h.e, h.rcu, Options{Profile: h.prof, Costs: h.costs, Waiter: h.waiter, NameAlloc: h.nameAlloc, NextIfindex: nextIfindex,
+		TableBuckets: netnsTableBuckets})
 	reg.rtnl = h.rtnl
 	reg.netns = ns
 	reg.CheckOnRelease = h.CheckOnRelease

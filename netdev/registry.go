@@ -23,6 +23,7 @@
 package netdev
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -166,6 +167,11 @@ type Options struct {
 	NameAlloc NameAlloc
 	// NextIfindex restores the ifindex cursor (0: start at 1).
 	NextIfindex int
+	// TableBuckets sizes the emulator's own device table (0: Buckets).
+	// The kernel's hash is not modelled by it: no cost depends on its
+	// chains, and its walks are in ifindex order whatever its size, so a
+	// namespace of a few devices can take a small one.
+	TableBuckets int
 }
 
 // New creates an empty namespace (no loopback: a fresh "add 1000" yields
@@ -176,7 +182,7 @@ func New(e *sim.Engine, r *rcu.RCU, o Options) *Registry {
 	}
 	reg := &Registry{
 		e: e, rcu: r, prof: o.Profile, costs: o.Costs, waiter: o.Waiter,
-		table:       devtable.New[*Device](Buckets),
+		table:       devtable.New[*Device](cmp.Or(o.TableBuckets, Buckets)),
 		ifindexes:   idalloc.NewBitmap(1, MaxIfindex),
 		nextIfindex: o.NextIfindex,
 		nameAlloc:   o.NameAlloc,
