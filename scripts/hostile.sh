@@ -20,7 +20,7 @@ declare -A tests=(
   [identity]="./ndst/nlbackend:TestOwnershipSurvivesInodeReuse|TestIdentityKinds|TestRecordFormat|TestRecordFailuresReported|TestRecordsOfAnotherRunNetns"
   [home]="./ndst/nlbackend:TestForeignHomeNamespaceRefused|TestResetKeepsForeignDevices|TestReset"
   [outputs]="./safefile:TestOutputNeverOnAPseudoFileSystem|TestOutputNeverThroughALink|TestOutputFailureKeepsTheOldFile|TestWriteKernelFile ./cmd/ndst:TestOutputsNeverFollowALink|TestOutputsNeverOnAPseudoFileSystem|TestOutputsOnAFullDisk|TestNoFileHangsOrIsOverwritten"
-  [interrupts]="./ndst/nlbackend:TestLeftoversOfAKilledNdst ./cmd/ndst:TestInterruptedMeasurementsLeaveNothing|TestKillAnywhereThenOneReset"
+  [interrupts]="./ndst/nlbackend:TestLeftoversOfAKilledNdst ./cmd/ndst:TestInterruptedMeasurementsLeaveNothing|TestKillAnywhereThenOneReset|TestWorkloadsInterruptedThenOneReset"
   [bounds]="./ndst/nlbackend:TestNetnsMemoryBound|TestMemoryBoundUnderACgroup ./ndst/emu:TestNamespacesCountInTheMemoryGuard|TestEventBudget ./sysmem:TestCgroupV1|TestAvailableIsTheSmallestLimit ./cmd/ndst:TestBoundsRefused|TestSIGTERMEndsEveryLongCommand"
   [reports]="./ndst/nlbackend:TestInterruptedDeleteCountsWhatIsGone|TestInterruptedBatchDeleteIsTrue|TestConcurrentNetnsDelRescans|TestNetnsInterrupted ./churn:TestInterruptedRunFails|TestCancel ./cmd/ndst:TestJSONErrorsNameTheirCommand|TestUnknownStateFlagsRefused|TestHostileNamesRefused|TestHugeCostsRefusedAndCountersBounded"
 )
