@@ -165,6 +165,44 @@ boot() {
   return "$rc"
 }
 
+# section N FROM TO: the lines of command N's output between its FROM and TO
+# markers ("begin" to "stderr": its stdout; "stderr" to "kmsg": its stderr).
+section() {
+  awk -v n="$1" -v from="$2" -v to="$3" '
+    index($0, "@@ndst-vm " from " " n) == 1 && ($0 == "@@ndst-vm " from " " n || substr($0, length("@@ndst-vm " from " " n) + 1, 1) == " ") { on = 1; next }
+    on && $0 == "@@ndst-vm " to " " n { exit }
+    on' "$log"
+}
+# status N: command N's exit status, "" when it did not end.
+status() { sed -n "s/^@@ndst-vm end $1 exit=\(-\{0,1\}[0-9]*\) .*/\1/p" "$log" | head -n1; }
+seconds() { sed -n "s/^@@ndst-vm end $1 exit=[-0-9]* seconds=\([0-9.]*\).*/\1/p" "$log" | head -n1; }
+
+# ncmds: how many guest commands cmds holds (';;' separates them).
+ncmds() {
+  local w n=1
+  for w in "${cmds[@]}"; do [ "$w" != ';;' ] || n=$((n + 1)); done
+  echo "$n"
+}
+# calibrated_boot N ARGS...: boot ARGS, whose N guest commands start with
+# calibrate. calibrate exits 1 when its closure fails, its report and table
+# written all the same: that is said and the run goes on (the predictions
+# are from it); any other command's failure, a command that did not end, or
+# the rig's own failure stops the run with its status.
+calibrated_boot() {
+  local n=$1 rc=0
+  shift
+  boot "$@" || rc=$?
+  [ "$rc" = 1 ] || return "$rc"
+  local ended failed
+  ended=$(grep -c '^@@ndst-vm end [0-9]* exit=' "$log" || true)
+  failed=$(sed -n 's/^@@ndst-vm end \([0-9]*\) exit=\(-\{0,1\}[0-9]*\) .*/\1 \2/p' "$log" | awk '$2 != 0 && !($1 == 1 && $2 == 1)')
+  if [ "$(status 1)" != 1 ] || [ -n "$failed" ] || [ "$ended" != "$n" ]; then
+    [ "$(status 1)" = 1 ] || section 1 stderr kmsg >&2
+    return 1
+  fi
+  note "the guest's calibration does not close (calibrate exited 1; its report says what misses): the predictions below are from it all the same"
+}
+
 rigargs=(--cpus "$cpus" --timeout "$timeout")
 [ -z "$preempt" ] || rigargs+=(--preempt "$preempt")
 
@@ -189,11 +227,11 @@ if [ ${#params[@]} -gt 0 ]; then
   [ "$log" != "$work/transcript" ] || with="$work/transcript.with"
   note "booting the guest twice (${cpus} CPU(s), preempt=${preempt:-default}; counts ${counts}): as it is, then with ${params[*]}"
   t0=$(date +%s)
-  boot "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" || exit
+  calibrated_boot "$(ncmds)" "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" || exit
   "$work/ndst" "${pargs[@]}" --json predict --from-guest "$log" --measured-in "$log" >/dev/null || exit
   first=$log
   log=$with
-  boot "${rigargs[@]}" --append "${params[*]}" "${vmargs[@]}" -- "${cmds[@]}" || exit
+  calibrated_boot "$(ncmds)" "${rigargs[@]}" --append "${params[*]}" "${vmargs[@]}" -- "${cmds[@]}" || exit
   log=$first
   booted=$(sed -n 's/^@@ndst-vm cmdline //p' "$with" | head -n1)
   for p in "${params[@]}"; do
@@ -216,7 +254,7 @@ if [ "$netns" = 0 ]; then
     cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647 --one-by-one)
   done
   note "booting the guest (${cpus} CPU(s), preempt=${preempt:-default}); counts ${counts}"
-  boot "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" || exit
+  calibrated_boot "$(ncmds)" "${rigargs[@]}" "${vmargs[@]}" -- "${cmds[@]}" || exit
   (cd "$repo" && go build -o "$work/ndst" ./cmd/ndst)
   if [ "$json" = 1 ]; then
     "$work/ndst" --json predict --from-guest "$log"
@@ -237,17 +275,6 @@ boot "${rigargs[@]}" --mem 1024 "${vmargs[@]}" -- calibrate -o /tmp/c.json ';;' 
 # 1: a guest command failed (its status is below); anything else is the rig's.
 [ "$rc" = 0 ] || [ "$rc" = 1 ] || exit "$rc"
 
-# section N FROM TO: the lines of command N's output between its FROM and TO
-# markers ("begin" to "stderr": its stdout; "stderr" to "kmsg": its stderr).
-section() {
-  awk -v n="$1" -v from="$2" -v to="$3" '
-    index($0, "@@ndst-vm " from " " n) == 1 && ($0 == "@@ndst-vm " from " " n || substr($0, length("@@ndst-vm " from " " n) + 1, 1) == " ") { on = 1; next }
-    on && $0 == "@@ndst-vm " to " " n { exit }
-    on' "$log"
-}
-# status N: command N's exit status, "" when it did not end.
-status() { sed -n "s/^@@ndst-vm end $1 exit=\(-\{0,1\}[0-9]*\) .*/\1/p" "$log" | head -n1; }
-seconds() { sed -n "s/^@@ndst-vm end $1 exit=[-0-9]* seconds=\([0-9.]*\).*/\1/p" "$log" | head -n1; }
 
 s1=$(status 1) s2=$(status 2)
 grep '^@@ndst-vm module veth ' "$log" | sed 's/^@@ndst-vm module /vm-predict: guest: /' >&2 || true
