@@ -12,6 +12,8 @@ type CPU struct {
 	deferred    *Task
 	runq        []*Task
 	needResched bool
+	// lazyResched is TIF_NEED_RESCHED_LAZY (lazy.go).
+	lazyResched bool
 	lastSwitch  Time
 	// keptCPU is set while the scheduler passes through without switching
 	// (see Task.Schedule), so that hooks can tell that from a switch.
@@ -153,6 +155,10 @@ func (c *CPU) enqueue(t *Task) {
 	} else {
 		c.runq = append(c.runq, t)
 	}
+	if c.e.lazy() && c.lazyWakeup(t) {
+		c.ensureTick()
+		return
+	}
 	c.needResched = true
 	if c.curr != nil && c.curr.Preemptible() && (c.curr.mode == ModeUser || c.e.cfg.Preempt.Preemptive()) {
 		c.preempt()
@@ -192,9 +198,9 @@ func (c *CPU) switchOut(t *Task) {
 		return
 	}
 	c.curr = nil
-	// __schedule clears the reschedule request it is honouring: the task
-	// it picks does not owe the CPU to anyone yet.
-	c.needResched = false
+	// __schedule clears the reschedule request it is honouring (both
+	// bits): the task it picks does not owe the CPU to anyone yet.
+	c.needResched, c.lazyResched = false, false
 	if len(c.runq) > 0 {
 		next := c.runq[0]
 		copy(c.runq, c.runq[1:])
@@ -338,11 +344,15 @@ func (c *CPU) tick() {
 	}
 	c.irqEnter()
 	c.Steal(c.e.cfg.TickCost)
-	// scheduler_tick: a task that has had its slice while others wait
-	// owes the CPU (update_curr's slice check); it gives it up at its next
-	// preemption point.
+	// sched_tick: in lazy mode a lazy flag set before this tick is
+	// upgraded first (lazy.go); then a task that has had its slice while
+	// others wait owes the CPU (update_curr's slice check,
+	// resched_curr_lazy); it gives it up at its next preemption point.
+	if c.e.lazy() {
+		c.lazyTick()
+	}
 	if t := c.curr; t != nil && !t.rt && len(c.runq) > 0 && !c.runq[0].rt && c.e.now-c.lastSwitch >= tickSlice {
-		c.needResched = true
+		c.reschedLazy()
 	}
 	for _, h := range c.e.hooks {
 		h.Tick(c, mode)

@@ -77,13 +77,18 @@ const (
 	// interrupt exit: timers to ktimers/N where the line has it, the rest
 	// to ksoftirqd (SoftirqLimits.Threaded, netdev.Profile.SimConfig).
 	PreemptRT
+	// PreemptLazy (CONFIG_PREEMPT_LAZY, 6.13 on, 7c70cb94d29c): as full,
+	// except that an ordinary task woken where another ordinary task runs
+	// only sets the lazy flag, which the next tick or the return to user
+	// mode honours (lazy.go). A real-time wakeup preempts at once.
+	PreemptLazy
 )
 
 // Preemptive reports whether kernel code is preempted where preemption is
-// enabled (full and rt).
+// enabled (full, rt and lazy).
 func (p Preempt) Preemptive() bool { return p >= PreemptFull }
 
-var preemptNames = []string{"none", "voluntary", "full", "rt"}
+var preemptNames = []string{"none", "voluntary", "full", "rt", "lazy"}
 
 func (p Preempt) String() string {
 	if int(p) < len(preemptNames) {
@@ -92,14 +97,14 @@ func (p Preempt) String() string {
 	return fmt.Sprintf("Preempt(%d)", int(p))
 }
 
-// ParsePreempt parses "none", "voluntary" or "full".
+// ParsePreempt parses "none", "voluntary", "full", "rt" or "lazy".
 func ParsePreempt(s string) (Preempt, error) {
 	for i, n := range preemptNames {
 		if s == n {
 			return Preempt(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown preemption model %q (want none, voluntary, full or rt)", s)
+	return 0, fmt.Errorf("unknown preemption model %q (want none, voluntary, full, rt or lazy)", s)
 }
 
 // Config describes the simulated machine.
@@ -124,6 +129,10 @@ type Config struct {
 	// Softirq bounds one __do_softirq run before the rest is left to
 	// ksoftirqd (see softirq.go).
 	Softirq SoftirqLimits
+	// RTLazy: a PREEMPT_RT kernel in PREEMPT_DYNAMIC's lazy mode (6.13
+	// on, 35772d627b55): its ordinary tasks are preempted lazily, as under
+	// PreemptLazy (lazy.go).
+	RTLazy bool
 	// Jitter is the relative spread of charged costs: a charge of d costs a
 	// uniform amount in [d*(1-Jitter), d*(1+Jitter)]. Zero means exact.
 	Jitter float64
@@ -146,8 +155,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("HZ must be between 1 and 10000, got %d", c.HZ)
 	case c.CPUs < 1 || c.CPUs > 4096:
 		return fmt.Errorf("CPU count must be between 1 and 4096, got %d", c.CPUs)
-	case c.Preempt < PreemptNone || c.Preempt > PreemptRT:
+	case c.Preempt < PreemptNone || c.Preempt > PreemptLazy:
 		return fmt.Errorf("unknown preemption model %d", c.Preempt)
+	case c.RTLazy && c.Preempt != PreemptRT:
+		return fmt.Errorf("RTLazy is a PREEMPT_RT kernel's lazy mode, not --preempt %s", c.Preempt)
 	case c.Watchdog > 0 && (c.Watchdog < Second || c.Watchdog%Second != 0):
 		return fmt.Errorf("watchdog threshold %v must be whole seconds, at least 1s (or negative for none)", c.Watchdog)
 	case c.Lockup != LockupSampled && c.Lockup != LockupTick:

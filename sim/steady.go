@@ -58,6 +58,9 @@ func (t *Task) skipSteadyTicks() bool {
 	if len(c.runq) > 0 && (t.Preemptible() || !c.needResched) {
 		return false
 	}
+	if c.lazyResched {
+		return false // the tick upgrades it (lazy.go)
+	}
 	lim := e.cfg.Softirq
 	if k := c.ksoftirqd; lim.Threaded || lim.DeferToKsoftirqd && k != nil && (k.state == taskRunnable || k.state == taskRunning) {
 		return false // the tick's softirqs would go to a thread

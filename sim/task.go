@@ -118,7 +118,13 @@ func (t *Task) Mode() Mode { return t.mode }
 
 // SetMode moves the task between user and kernel mode (a system call entry
 // or return).
-func (t *Task) SetMode(m Mode) { t.mode = m }
+func (t *Task) SetMode(m Mode) {
+	back := m == ModeUser && t.mode == ModeKernel
+	t.mode = m
+	if back {
+		t.returnToUser()
+	}
+}
 
 // PreemptDisable and PreemptEnable bracket code that must not be preempted.
 func (t *Task) PreemptDisable() { t.preemptCount++ }
@@ -403,7 +409,7 @@ func (e *Engine) placeUnbound(last, waker *CPU) *CPU {
 func (t *Task) Schedule() {
 	c := t.cpu
 	if len(c.runq) == 0 {
-		c.needResched = false
+		c.needResched, c.lazyResched = false, false
 		c.keptCPU = true
 		for _, h := range t.e.hooks {
 			h.ContextSwitch(c)
