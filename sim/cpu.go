@@ -14,7 +14,10 @@ type CPU struct {
 	needResched bool
 	// lazyResched is TIF_NEED_RESCHED_LAZY (lazy.go).
 	lazyResched bool
-	lastSwitch  Time
+	// hrtickEv is the pending slice timer (hrtick.go).
+	hrtickEv   *Event
+	hrtickFn   func()
+	lastSwitch Time
 	// keptCPU is set while the scheduler passes through without switching
 	// (see Task.Schedule), so that hooks can tell that from a switch.
 	keptCPU bool
@@ -155,6 +158,7 @@ func (c *CPU) enqueue(t *Task) {
 	} else {
 		c.runq = append(c.runq, t)
 	}
+	c.armHRTick()
 	if c.e.lazy() && c.lazyWakeup(t) {
 		c.ensureTick()
 		return
@@ -176,6 +180,7 @@ func (c *CPU) switchIn(t *Task) {
 	}
 	c.curr = t
 	c.noteSwitch()
+	c.armHRTick()
 	start := max(c.e.now, c.irqBusyUntil)
 	sw := c.e.Jitter(c.e.cfg.ContextSwitch)
 	c.Busy[ModeKernel] += sw
@@ -201,6 +206,7 @@ func (c *CPU) switchOut(t *Task) {
 	// __schedule clears the reschedule request it is honouring (both
 	// bits): the task it picks does not owe the CPU to anyone yet.
 	c.needResched, c.lazyResched = false, false
+	c.dropHRTick()
 	if len(c.runq) > 0 {
 		next := c.runq[0]
 		copy(c.runq, c.runq[1:])

@@ -133,6 +133,10 @@ type Config struct {
 	// on, 35772d627b55): its ordinary tasks are preempted lazily, as under
 	// PreemptLazy (lazy.go).
 	RTLazy bool
+	// HRTick: the scheduler ends an ordinary task's slice with a
+	// high-resolution timer (the HRTICK feature) rather than at the next
+	// tick (hrtick.go).
+	HRTick bool
 	// Jitter is the relative spread of charged costs: a charge of d costs a
 	// uniform amount in [d*(1-Jitter), d*(1+Jitter)]. Zero means exact.
 	Jitter float64

@@ -48,6 +48,7 @@ func TestLazyWakeupWaitsForTheNextTick(t *testing.T) {
 		{"lazy: at the return to user mode", Config{Preempt: PreemptLazy}, false, 2 * Millisecond, 2 * Millisecond},
 		{"rt in lazy mode: an ordinary wakeup at the tick", Config{Preempt: PreemptRT, RTLazy: true}, false, 0, 4 * Millisecond},
 		{"rt in full mode: at once", Config{Preempt: PreemptRT}, false, 0, Millisecond},
+		{"lazy with HRTICK: at the end of the spinner's slice", Config{Preempt: PreemptLazy, HRTick: true}, false, 0, tickSlice + Millisecond},
 	}
 	for _, c := range cases {
 		if got := lazyRun(t, c.cfg, c.rt, c.userAt); !near(got, c.want) {

@@ -75,6 +75,7 @@ func TestSteadyTicksAreTheTicksRun(t *testing.T) {
 				HZ:      hz,
 				CPUs:    rapid.SampledFrom([]int{1, 1, 1, 2}).Draw(rt, "cpus"),
 				Preempt: rapid.SampledFrom([]Preempt{PreemptNone, PreemptFull, PreemptLazy}).Draw(rt, "preempt"),
+				HRTick:  rapid.Bool().Draw(rt, "hrtick"),
 				Seed:    rapid.Uint64().Draw(rt, "seed"),
 				Jitter:  rapid.SampledFrom([]float64{0, 0.05, 0.3}).Draw(rt, "jitter"),
 				TickCost: rapid.SampledFrom([]Time{0, Microsecond, Microsecond, 50 * Microsecond, 50 * Microsecond,
