@@ -167,7 +167,14 @@ type Config struct {
 	ExpediteAll bool
 	// WakeFromGP is rcu_normal_wake_from_gp (wakefromgp.go): a normal
 	// synchronize_rcu() starts its GP at once and the GP kthread wakes it.
-	WakeFromGP bool
+	// WakeFromGPLatch, when positive, is RCU_SR_NORMAL_LATCH_THR (7.x): as
+	// many callers in flight send the next ones back to the callback wait
+	// until all have been woken.
+	WakeFromGP      bool
+	WakeFromGPLatch int
+	// GPInitSelfQS: rcu_gp_init reports the GP kthread's own CPU's QS
+	// (7.x; tree.go selfQS).
+	GPInitSelfQS bool
 	// CoreKthreadNormalPrio: the rcuc/N kthreads (and the GP kthread) stay
 	// SCHED_NORMAL (use_softirq=0 without RCU_BOOST).
 	CoreKthreadNormalPrio bool
@@ -238,6 +245,9 @@ type Stats struct {
 	// LazyFlushes emptied a bypass list into the callbacks, LazyWakeups
 	// of them by the 10 s timer.
 	LazyCallbacks, LazyFlushes, LazyWakeups int64
+	// WakeFromGPLatched counts the synchronize_rcu() calls that the
+	// latch of rcu_normal_wake_from_gp sent to the callback wait.
+	WakeFromGPLatched int64
 	// GPTime sums the length of completed GPs.
 	GPTime sim.Time
 }
@@ -306,8 +316,11 @@ type RCU struct {
 	invoking *sim.CPU
 	nested   int
 	// srWaiters are the synchronize_rcu() callers waiting for their GP's
-	// end under rcu_normal_wake_from_gp (wakefromgp.go).
-	srWaiters []*srWaiter
+	// end under rcu_normal_wake_from_gp (wakefromgp.go); srInFlight counts
+	// them (rcu_sr_normal_count) and srLatched is rcu_sr_normal_latched.
+	srWaiters  []*srWaiter
+	srInFlight int
+	srLatched  bool
 	// nocbGroups are the rcuog kthreads' groups (nocb.go).
 	nocbGroups []*nocbGroup
 	// barrierSerial serialises rcu_barrier() callers (barriermutex.go).
@@ -516,13 +529,16 @@ const (
 	// QSFQSIdle is a force-quiescent-state scan that found the CPU idle, or
 	// having passed through idle since its snapshot.
 	QSFQSIdle
+	// QSGPInit is the GP kthread's own CPU, reported as the GP starts
+	// (Config.GPInitSelfQS).
+	QSGPInit
 	// NumQSSources is the number of sources.
 	NumQSSources
 )
 
 // Name is the counter suffix of the source.
 func (s QSSource) Name() string {
-	return [...]string{"context_switch", "schedule", "tick_idle", "tick_preempt", "cond_resched", "fqs_idle"}[s]
+	return [...]string{"context_switch", "schedule", "tick_idle", "tick_preempt", "cond_resched", "fqs_idle", "gp_init"}[s]
 }
 
 // countQS counts a needed quiescent state of CPU i as reported.

@@ -306,10 +306,32 @@ func (g *tree) gpInit(t *sim.Task) {
 		g.qsmask[i] = true
 	}
 	g.nqs = len(g.qsmask)
-	g.noteGPChanges(g.r.cpus[t.CPU().ID])
+	d := g.r.cpus[t.CPU().ID]
+	g.noteGPChanges(d)
+	if g.r.cfg.GPInitSelfQS {
+		g.selfQS(d)
+	}
 	for _, d := range g.r.cpus {
 		d.cpu.KickTick()
 	}
+}
+
+// selfQS is the end of rcu_gp_init from 7.x (read in 7.2.13
+// kernel/rcu/tree.c l.2015-2024, not in 6.18): rcu_qs() and
+// rcu_report_qs_rdp() for the GP kthread's own CPU, which cannot be in a
+// reader while it initializes the GP; without it that CPU, busy running the
+// kthread at the first FQS scan's idle snapshot, is credited only by a later
+// scan or its own tick.
+func (g *tree) selfQS(d *cpuData) {
+	c := &g.cpu[d.cpu.ID]
+	if !g.qsmask[d.cpu.ID] {
+		return
+	}
+	c.noQS, c.coreNeedsQS = false, false
+	d.qsSrc = QSGPInit
+	g.accelerateCBs(d)
+	g.r.traceQS(d.cpu.ID, "rcu_gp_init (the GP kthread's CPU)")
+	g.report(d.cpu.ID)
 }
 
 // fqsLoop is rcu_gp_fqs_loop.

@@ -18,6 +18,14 @@ import "github.com/ndst-project/ndst/sim"
 // for at the CPU's next RCU softirq, and the wake-up when that CPU invokes
 // the callback after noticing the GP's end: typically one or two jiffies
 // more per synchronize_rcu().
+//
+// 7.x (read in 7.2.13 kernel/rcu/tree.c l.1632-1663, l.1806-1827,
+// l.3305-3338): the parameter defaults to 1 on every machine, and the path
+// latches back to wait_rcu_gp(call_rcu_hurry) once RCU_SR_NORMAL_LATCH_THR
+// (64) callers are queued on it (rcu_sr_normal_add_req counts them, the
+// 64th sets the latch), until every one of them has been completed
+// (rcu_sr_normal_complete clears it when the count drains to 0): callers
+// that arrive meanwhile take the callback wait and are not counted.
 
 // srWaiter is one synchronize_rcu() caller waiting for GP seq to end.
 type srWaiter struct {
@@ -27,8 +35,17 @@ type srWaiter struct {
 
 // waitFromGP is synchronize_rcu_normal with rcu_normal_wake_from_gp.
 func (r *RCU) waitFromGP(t *sim.Task) {
+	if r.srLatched {
+		r.stats.WakeFromGPLatched++
+		r.waitForCallback(t, func(done func()) { r.CallRCUHurry(t, done) })
+		return
+	}
 	g := r.impl.(*tree)
 	w := &srWaiter{seq: g.gpNum + 1}
+	r.srInFlight++
+	if l := r.cfg.WakeFromGPLatch; l > 0 && r.srInFlight == l {
+		r.srLatched = true
+	}
 	r.srWaiters = append(r.srWaiters, w)
 	g.startThisGP(w.seq)
 	w.done.Wait(t)
@@ -43,6 +60,9 @@ func (r *RCU) gpEnded(completed uint64) {
 		for _, w := range r.srWaiters {
 			if w.seq <= completed {
 				w.done.Complete()
+				if r.srInFlight--; r.srInFlight == 0 {
+					r.srLatched = false
+				}
 				continue
 			}
 			keep = append(keep, w)
