@@ -151,6 +151,12 @@ func candidates(o Options) (levers []Lever, na []Lever) {
 		l := Lever{Kind: KindKernel, Setting: "line " + line,
 			Apply: fmt.Sprintf("a %s kernel (the line's own wait loop and defaults)", line),
 			Cost:  "a kernel upgrade: a reboot, and whatever else the release changes"}
+		// An x86 7.x kernel has no none or voluntary: booted with
+		// preempt=none it refuses the mode and runs its build's, lazy.
+		lazy := netdev.Profiles[line].NoNoneVoluntary && (m.Preempt == "none" || m.Preempt == "voluntary")
+		if lazy {
+			l.Apply = fmt.Sprintf("a %s kernel (the line's own wait loop and defaults; it runs lazy preemption, having no %s)", line, m.Preempt)
+		}
 		line := line
 		add(l, func(c *bench.Cell) {
 			c.Profile, c.Strategy, c.RCU = line, bench.DefaultStrategy, ""
@@ -158,6 +164,10 @@ func candidates(o Options) (levers []Lever, na []Lever) {
 				c.RCU = "" // the new line's default for the machine
 			}
 			c.Params = joinParams(paramsForLine(m.Params, line))
+			if lazy {
+				c.Preempt = "lazy"
+				c.Params = dropParams(c.Params, knob.PreemptMode)
+			}
 		})
 	}
 	// The workload itself.

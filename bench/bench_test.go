@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 		{"ok", func(*Spec) {}, ""},
 		{"unknown strategy", func(s *Spec) { s.Strategies = []string{"tick", "nap"} }, `--strategy: unknown name "nap"`},
 		{"unknown profile", func(s *Spec) { s.Profiles = []string{"2.6.30"} }, `--profile: unknown name "2.6.30"`},
-		{"unknown preempt", func(s *Spec) { s.Preempts = []string{"lazy"} }, `--preempt: unknown name "lazy"`},
+		{"unknown preempt", func(s *Spec) { s.Preempts = []string{"eager"} }, `--preempt: unknown name "eager"`},
 		{"unknown batch", func(s *Spec) { s.Batches = []string{"bulk"} }, `--batch: unknown name "bulk"`},
 		{"unknown backend", func(s *Spec) { s.Backends = []string{"qemu"} }, `--backend: unknown name "qemu"`},
 		{"empty name", func(s *Spec) { s.Strategies = []string{""} }, "--strategy: empty name"},

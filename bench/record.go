@@ -451,8 +451,8 @@ func sameStrategyNotes(rs []Record) []string {
 	groups := map[Cell][]Record{}
 	var order []Cell
 	for _, r := range rs {
-		if r.Backend != "sim" {
-			continue
+		if r.Backend != "sim" || r.NotApplicable != "" {
+			continue // a cell the line cannot run has no time to compare
 		}
 		k := r.Cell
 		k.Strategy = ""

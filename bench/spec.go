@@ -40,7 +40,7 @@ import (
 var (
 	BackendNames = []string{"sim", "netlink"}
 	BatchNames   = []string{"batched", "one-by-one"}
-	PreemptNames = []string{"none", "voluntary", "full", "rt"}
+	PreemptNames = []string{"none", "voluntary", "full", "rt", "lazy"}
 )
 
 // DefaultStrategy in Strategies runs each line's own wait loop

@@ -21,7 +21,7 @@ func TestParse(t *testing.T) {
 		{"/proc/sys/net/core/netdev_unregister_timeout_secs=7", "net.core.netdev_unregister_timeout_secs=7"},
 		{"/sys/kernel/rcu_expedited=1", "rcupdate.rcu_expedited=1"},
 		{"preempt=voluntary", "preempt=voluntary"},
-		{"preempt=lazy", "error: not one of none, voluntary, full"},
+		{"preempt=eager", "error: not one of none, voluntary, full, lazy"},
 		{"rcutree.blimit=-1", "error: out of range"},
 		{"rcutree.blimit=99999999999999999999", "error: out of range"},
 		{"rcutree.blimit=1.5", "error: not an integer"},

@@ -33,8 +33,32 @@ func ProfileForRelease(release string) (string, string, error) {
 		why = fmt.Sprintf("kernel %s is newer than every modelled line: %s, the newest, models it, with its teardown path as read at %s; changes after %s are not modelled", release, best, best, best)
 	default:
 		why = fmt.Sprintf("kernel %s: %s is the newest modelled line not newer than it", release, best)
+		if next := nextLine(best); next != "" && unknownReleases(next) {
+			why += fmt.Sprintf("; the next line, %s, has changes whose first release was not identified (between %s and %s), so some of them may be in this kernel and are not modelled", next, best, next)
+		}
 	}
 	return best, why, nil
+}
+
+// nextLine is the line after name ("" for the newest).
+func nextLine(name string) string {
+	for i, n := range ProfileNames {
+		if n == name && i+1 < len(ProfileNames) {
+			return ProfileNames[i+1]
+		}
+	}
+	return ""
+}
+
+// unknownReleases reports whether a line has a change whose first release
+// is not a version number ("7.x").
+func unknownReleases(line string) bool {
+	for _, c := range Profiles[line].Changes {
+		if _, ok := parseVersion(c.Release); !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // parseVersion reads the leading dotted numbers of a release: 2.6.32 (three

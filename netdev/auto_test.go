@@ -14,7 +14,10 @@ func TestProfileForRelease(t *testing.T) {
 		{"5.4.0", "2.6.36", "newest modelled line not newer"},
 		{"2.6.32-rc5", "2.6.32", "is line 2.6.32"},
 		{"2.6.35.6", "2.6.33", "newest modelled line not newer"},
-		{"7.2.1", "6.18", "newer than every modelled line: 6.18, the newest"},
+		{"7.2.13+deb14-amd64", "7.2", "is line 7.2"},
+		{"7.5.0", "7.2", "newer than every modelled line: 7.2, the newest"},
+		{"7.1.4", "6.18", "the next line, 7.2, has changes whose first release was not identified"},
+		{"6.19.2", "6.18", "newest modelled line not newer"},
 	} {
 		got, why, err := ProfileForRelease(tc.release)
 		if err != nil || got != tc.want || !strings.Contains(why, tc.why) {

@@ -260,26 +260,8 @@ var knobHistory = map[string][]LineKnob{
 			"6.1 kernel/time/tick-sched.c housekeeping: nohz_full= CPUs are offloaded (rcu_nocb_mask gets them); the boot CPU stays a housekeeping CPU when every CPU is listed (Debian 6.1: NO_HZ_FULL=y)",
 			func(*KnobContext) knob.Value { return knob.CPUValue(knob.MustLookup(knob.NohzFull), knob.CPUSet{}) }).
 			with(func(l *LineKnob) { l.Check = all(needsTree, needsConfig(knob.ConfigNoCB), checkCPUs) }),
-		lk(knob.PreemptMode, "5.12", "826bfeb37bb4", "preempt/dynamic: Support dynamic preempt with preempt= boot option", true,
-			"6.1 kernel/sched/core.c setup_preempt_mode (__setup(\"preempt=\"), none/voluntary/full) on Debian's PREEMPT_DYNAMIC build; its RCU is PREEMPT_RCU whatever the mode",
-			func(c *KnobContext) knob.Value {
-				m := c.Preempt.String()
-				if c.rt() {
-					m = "full"
-				}
-				return knob.ChoiceValue(knob.MustLookup(knob.PreemptMode), m)
-			}).with(func(l *LineKnob) {
-			l.Applies = func(c *KnobContext) bool { return !c.rt() && c.RCU == "tree-preempt" }
-			l.Check = func(c *KnobContext, v knob.Value) error {
-				if c.rt() {
-					return fmt.Errorf("preempt=%s: a PREEMPT_RT kernel of line %s is not PREEMPT_DYNAMIC (RT became dynamic in 6.13)", v, c.Line)
-				}
-				if c.RCU != "tree-preempt" {
-					return fmt.Errorf("preempt=%s needs the line's PREEMPT_DYNAMIC build, whose RCU is tree-preempt, not --rcu %s", v, c.RCU)
-				}
-				return nil
-			}
-		}),
+		preemptModeKnob("5.12", "826bfeb37bb4", "preempt/dynamic: Support dynamic preempt with preempt= boot option", true,
+			"6.1 kernel/sched/core.c setup_preempt_mode (__setup(\"preempt=\"), none/voluntary/full) on Debian's PREEMPT_DYNAMIC build; its RCU is PREEMPT_RCU whatever the mode"),
 	},
 	"6.6": {
 		lk(knob.ConfigLazy, "6.2", "3cb278e73be5", "rcu: Make call_rcu() lazy to save power", true,
@@ -317,6 +299,8 @@ var knobHistory = map[string][]LineKnob{
 			}),
 	},
 	"6.18": {
+		preemptModeKnob("6.13", "476e8583ca16", "sched, x86: Enable Lazy preemption", true,
+			"6.18 kernel/sched/core.c sched_dynamic_mode (l.7638-7657): none and voluntary unless CONFIG_PREEMPT_RT, full, and lazy with ARCH_HAS_PREEMPT_LAZY (x86 since 476e8583ca16, 6.13, with 7c70cb94d29c \"sched: Add Lazy preemption model\" and 35772d627b55 \"sched: Enable PREEMPT_DYNAMIC for PREEMPT_RT\"; the tip tree's revision list of 2024-11-06); preempt_dynamic_init boots lazy when CONFIG_PREEMPT_LAZY is the build's model (l.7756-7772); a 6.18 RT build's model was not read: full assumed"),
 		lk(knob.WakeFromGP, "6.17", "a7f6af1322ad", "rcu: Enable rcu_normal_wake_from_gp on small systems", true,
 			"6.18 kernel/rcu/tree.c: static int rcu_normal_wake_from_gp = -1; rcu_init sets it to 1 when num_possible_cpus() <= 16 (WAKE_FROM_GP_CPU_THRESHOLD); synchronize_rcu_normal tests < 1 (a7f6af1322ad in linux-next 2025-07-08)",
 			func(c *KnobContext) knob.Value {
@@ -331,6 +315,63 @@ var knobHistory = map[string][]LineKnob{
 				l.On = func(v knob.Value) bool { return v.Int >= 1 }
 			}),
 	},
+	"7.2": {
+		preemptModeKnob("7.x", "(not found)", "", false,
+			"7.2.13 kernel/sched/core.c sched_dynamic_mode (l.7977-7995): none and voluntary only without CONFIG_PREEMPT_RT and CONFIG_ARCH_HAS_PREEMPT_LAZY (x86 selects it), so an x86 kernel takes full or lazy; preempt_dynamic_init (l.8095-8111) boots the build's model: lazy for Debian 7.2.13 (PREEMPT_LAZY), full for its RT build (CONFIG_PREEMPT=y)"),
+		lk(knob.WakeFromGP, "7.x", "(not found)", "", false,
+			"7.2.13 kernel/rcu/tree.c l.1632: static int rcu_normal_wake_from_gp = 1; module_param(..., int, 0644); rcu_init no longer sets it by CPU count; synchronize_rcu_normal tests < 1 or the latch (l.3312-3313)",
+			intDefault(knob.WakeFromGP, 1)).
+			with(func(l *LineKnob) {
+				l.Check = needsTree
+				l.On = func(v knob.Value) bool { return v.Int >= 1 }
+			}),
+	},
+}
+
+// preemptModeKnob is preempt= on a PREEMPT_DYNAMIC build, with the rules of
+// the line's profile (PreemptLazy, NoNoneVoluntary, RTDynamic, RTLazy): on
+// a stock build the booted model is the default and the value becomes the
+// machine's model; on a dynamic PREEMPT_RT build (6.13 on) it chooses full
+// or lazy and the kernel stays PREEMPT_RT.
+func preemptModeKnob(since, commit, title string, confirmed bool, source string) LineKnob {
+	d := knob.MustLookup(knob.PreemptMode)
+	return lk(knob.PreemptMode, since, commit, title, confirmed, source, func(c *KnobContext) knob.Value {
+		m := c.Preempt.String()
+		if c.rt() {
+			m = "full"
+			if p := Profiles[c.Line]; p.RTDynamic && p.RTLazy {
+				m = "lazy"
+			}
+		}
+		return knob.ChoiceValue(d, m)
+	}).with(func(l *LineKnob) {
+		l.Applies = func(c *KnobContext) bool {
+			if c.rt() {
+				return Profiles[c.Line].RTDynamic
+			}
+			return c.RCU == "tree-preempt"
+		}
+		l.Check = func(c *KnobContext, v knob.Value) error {
+			p := Profiles[c.Line]
+			if c.rt() {
+				switch {
+				case !p.RTDynamic:
+					return fmt.Errorf("preempt=%s: a PREEMPT_RT kernel of line %s is not PREEMPT_DYNAMIC (RT became dynamic in 6.13, 35772d627b55)", v, c.Line)
+				case v.Choice() != "full" && v.Choice() != "lazy":
+					return fmt.Errorf("preempt=%s: a PREEMPT_RT kernel takes preempt=full or lazy only (sched_dynamic_mode accepts none and voluntary only without CONFIG_PREEMPT_RT)", v)
+				}
+				return nil
+			}
+			if c.RCU != "tree-preempt" {
+				return fmt.Errorf("preempt=%s needs the line's PREEMPT_DYNAMIC build, whose RCU is tree-preempt, not --rcu %s", v, c.RCU)
+			}
+			pre, err := sim.ParsePreempt(v.Choice())
+			if err != nil {
+				return err
+			}
+			return p.checkPreempt(pre)
+		}
+	})
 }
 
 // wakeFromGPCPUs is WAKE_FROM_GP_CPU_THRESHOLD (6.17 on).

@@ -21,9 +21,11 @@ type Knobs struct {
 	vals  map[string]knob.Value
 	defs  map[string]knob.Value // each knob's default on the machine
 	given map[string]string     // name -> where the value came from
-	// hz and preempt are the machine after CONFIG_HZ and preempt=.
+	// hz and preempt are the machine after CONFIG_HZ and preempt=;
+	// rtLazy is a dynamic PREEMPT_RT kernel's preempt= (lazy or full).
 	hz, cpus int
 	preempt  sim.Preempt
+	rtLazy   bool
 }
 
 // resolveOrder puts the knobs a default or check depends on first.
@@ -134,7 +136,12 @@ func (p Profile) ResolveKnobs(hz, cpus int, preempt sim.Preempt, rcuName string,
 		case knob.ConfigHZ:
 			c.HZ, k.hz = int(v.Int), int(v.Int)
 		case knob.PreemptMode:
-			if isGiven {
+			switch {
+			case c.Preempt == sim.PreemptRT:
+				// A dynamic RT build stays RT: preempt= chooses its
+				// lazy mode (ApplySim).
+				k.rtLazy = v.Choice() == "lazy"
+			case isGiven:
 				pre, _ := sim.ParsePreempt(v.Choice())
 				c.Preempt, k.preempt = pre, pre
 			}
@@ -327,6 +334,14 @@ func (k *Knobs) offloaded(n int) []bool {
 		}
 	}
 	return m
+}
+
+// ApplySim applies the given scheduler knobs to the machine: preempt= of
+// a dynamic PREEMPT_RT kernel chooses its lazy mode.
+func (k *Knobs) ApplySim(cfg *sim.Config) {
+	if _, ok := k.given[knob.PreemptMode]; ok && cfg.Preempt == sim.PreemptRT {
+		cfg.RTLazy = k.rtLazy
+	}
 }
 
 // ApplyRegistry applies the given net knobs to a registry.

@@ -147,8 +147,17 @@ var history = []struct {
 			"the route releases of an up loopback (free_fib_info_rcu, nexthop_free_rcu; fib6_info_release from b5327b9a300e) use call_rcu_hurry(): never held back by lazy RCU", func(p *Profile) {
 				p.RouteReleaseHurry = true
 			}},
+		{"", "6.12-rt", "Debian's configuration, not a kernel commit: Debian 6.12's RT build is PREEMPT_DYNAMIC with PREEMPT_LAZY",
+			"--preempt rt boots lazy (its ordinary tasks preempted at the next tick, sim/lazy.go) and takes preempt=full or lazy: the 6.12.118-1 rt config has PREEMPT_RT, PREEMPT_DYNAMIC, PREEMPT_LAZY and ARCH_HAS_PREEMPT_LAZY (the 6.13 series carried in its RT patch queue), and its guest logs \"Dynamic Preempt: lazy\" (/sys/kernel/debug/sched/preempt: \"full (lazy) laziest\"; laziest, the queue's own mode, is not modelled)", func(p *Profile) {
+				p.RTDynamic, p.RTLazy = true, true
+			}},
 	}},
 	{"6.18", []Change{
+		{"7c70cb94d29c", "6.13", "sched: Add Lazy preemption model",
+			"--preempt lazy (x86: 476e8583ca16 \"sched, x86: Enable Lazy preemption\"): an ordinary task woken where another runs sets only the lazy flag, honoured at the return to user mode and made a full reschedule by the next tick (sim/lazy.go); a real-time wakeup preempts at once. A PREEMPT_RT build may be PREEMPT_DYNAMIC (35772d627b55), booted full or lazy (preempt=); the 6.18 RT build's model was not read: full", func(p *Profile) {
+				p.PreemptLazy, p.RTDynamic, p.RTLazy = true, true, false
+				p.PreemptNote = "6.18 kernel/Kconfig.preempt l.75-79, kernel/sched/core.c l.7638-7657"
+			}},
 		{"a7f6af1322ad", "6.17", "rcu: Enable rcu_normal_wake_from_gp on small systems",
 			"with at most 16 CPUs a normal synchronize_rcu() starts its grace period at once and is woken at its end (rcu_normal_wake_from_gp, 988f569ae041 in 6.10, default off until here)", func(p *Profile) {
 				p.WakeFromGPSmall = true
@@ -158,6 +167,33 @@ var history = []struct {
 				p.SyncNetInClose = false
 			}},
 	}},
+	{"7.2", to72},
+}
+
+// to72 is 7.2 as read in Debian sid's linux-source-7.2 7.2.13-1 (the source
+// of the sid kernel the VM rig boots), against 6.18.19. The commits were not
+// identified (no history of 7.x was read): each change cites the 7.2.13
+// file and line, "7.x" stands for the release between 6.19 and 7.2 that
+// brought it, and a title is the posted patch's subject where one was read,
+// else what the change does.
+var to72 = []Change{
+	{"(not found)", "7.x", "rcu: Reduce synchronize_rcu() latency by reporting GP kthread's CPU QS early",
+		"rcu_gp_init reports the GP kthread's own CPU's quiescent state (rcu_qs + rcu_report_qs_rdp), so on an idle machine the first FQS scan's snapshot ends the GP instead of a second scan (7.2.13 kernel/rcu/tree.c l.2015-2024; Joel Fernandes's patch of that title, as in paulmck/linux-rcu's dev branch)", func(p *Profile) {
+			p.GPInitSelfQS = true
+		}},
+	{"(not found)", "7.x", "rcu_normal_wake_from_gp on by default, latched back at 64 callers in flight",
+		"a normal synchronize_rcu() starts its GP at once and is woken by the GP kthread on every machine (rcu_normal_wake_from_gp = 1; the 6.17 rule of at most 16 CPUs is gone from rcu_init), until 64 callers are in flight (RCU_SR_NORMAL_LATCH_THR): from the 64th the next ones take the callback wait until every one queued has been woken (7.2.13 kernel/rcu/tree.c l.1632-1663, l.1806-1827, l.3305-3338)", func(p *Profile) {
+			p.WakeFromGPAll, p.WakeFromGPLatch = true, 64
+		}},
+	{"(not found)", "7.x", "no PREEMPT_NONE or PREEMPT_VOLUNTARY where the architecture has lazy preemption (x86)",
+		"--preempt none and voluntary are refused: PREEMPT_NONE depends on ARCH_NO_PREEMPT and PREEMPT_VOLUNTARY on !ARCH_HAS_PREEMPT_LAZY (x86 selects it), the default model is PREEMPT_LAZY, and sched_dynamic_mode takes none and voluntary only without PREEMPT_RT and ARCH_HAS_PREEMPT_LAZY, so preempt=none boots lazy after \"Dynamic Preempt: unsupported mode: none\" (7.2.13 kernel/Kconfig.preempt l.17-43, l.78-90; kernel/sched/core.c l.7977-7995; Debian 7.2.13's config: PREEMPT_LAZY, PREEMPT_DYNAMIC). Its RT build boots full (Debian 7.2.13-rt: CONFIG_PREEMPT=y, PREEMPT_DYNAMIC, no PREEMPT_LAZY) and takes preempt=lazy", func(p *Profile) {
+			p.NoNoneVoluntary, p.RTDynamic, p.RTLazy = true, true, false
+			p.PreemptNote = "7.2.13 kernel/Kconfig.preempt l.22-43, kernel/sched/core.c l.7977-7995"
+		}},
+	{"(not found)", "7.x", "HRTICK on with CONFIG_HRTIMER_REARM_DEFERRED",
+		"the HRTICK feature is on (CONFIG_HRTIMER_REARM_DEFERRED, y in Debian 7.2.13): while another ordinary task waits, the running one's slice ends at its deadline by a high-resolution timer that reschedules at once, not at the next tick (7.2.13 kernel/sched/features.h l.68-74, fair.c hrtick_start_fair l.7873-7907, entity_tick l.6650-6658; sim/hrtick.go)", func(p *Profile) {
+			p.HRTick = true
+		}},
 }
 
 // to510 brings 2.6.36 to 5.10, the oldest long-term line modelled after it.

@@ -115,8 +115,28 @@ type Profile struct {
 	// call_rcu_hurry(), never lazy (6.10 on; lazy.go).
 	RouteReleaseHurry bool
 	// WakeFromGPSmall: rcu_normal_wake_from_gp is on by default on
-	// machines of at most 16 CPUs (6.17 on).
+	// machines of at most 16 CPUs (6.17 on); WakeFromGPAll on every
+	// machine, with its latch at WakeFromGPLatch callers in flight (7.x).
 	WakeFromGPSmall bool
+	WakeFromGPAll   bool
+	WakeFromGPLatch int
+	// GPInitSelfQS: rcu_gp_init reports the GP kthread's own CPU's QS
+	// (7.x; rcu.Config).
+	GPInitSelfQS bool
+	// HRTick: the scheduler's HRTICK feature is on (7.x with
+	// CONFIG_HRTIMER_REARM_DEFERRED; sim.Config.HRTick).
+	HRTick bool
+
+	// Preemption models (x86, the architecture of the lines' builds).
+	// PreemptLazy: the line has PREEMPT_LAZY (6.13 on), --preempt lazy.
+	// NoNoneVoluntary: PREEMPT_NONE and PREEMPT_VOLUNTARY cannot be
+	// built, and preempt=none/voluntary is refused at boot (x86 7.x).
+	// RTDynamic: the line's PREEMPT_RT build is PREEMPT_DYNAMIC, booted
+	// full or lazy (preempt=), lazy when RTLazy.
+	PreemptLazy, NoNoneVoluntary bool
+	RTDynamic, RTLazy            bool
+	// PreemptNote says where the preemption rules of the line were read.
+	PreemptNote string
 }
 
 // RCUChoice is one RCU implementation a line offers.
@@ -160,6 +180,9 @@ func (p Profile) CheckMachine(c RCUChoice, cpus int, preempt sim.Preempt) error 
 	if preempt == sim.PreemptRT && !p.ModernRCU {
 		return fmt.Errorf("--preempt rt: kernel %s is modelled without PREEMPT_RT (the RT patches were out of tree then; the RT model starts at line 5.10)", p.Name)
 	}
+	if err := p.checkPreempt(preempt); err != nil {
+		return err
+	}
 	switch c.Name {
 	case "tiny":
 		if cpus != 1 {
@@ -176,6 +199,47 @@ func (p Profile) CheckMachine(c RCUChoice, cpus int, preempt sim.Preempt) error 
 		if !p.ModernRCU && preempt != sim.PreemptFull {
 			return fmt.Errorf("--rcu tree-preempt is %s, which needs CONFIG_PREEMPT in kernel %s: --preempt full", c.Config, p.Name)
 		}
+	}
+	return nil
+}
+
+// DefaultPreempt is the preemption model a run of the line gets when none
+// is asked for: none, the model of the 2009 machine, except on a line that
+// cannot build it (NoNoneVoluntary), whose x86 build defaults to lazy
+// (Kconfig.preempt: default PREEMPT_LAZY if ARCH_HAS_PREEMPT_LAZY); the
+// note says so ("" for none).
+func (p Profile) DefaultPreempt() (string, string) {
+	if p.NoNoneVoluntary {
+		return "lazy", "preempt lazy: line " + p.Name + " has no PREEMPT_NONE on x86 and its build boots lazy (" + p.PreemptNote + "); --preempt full is the other model it has"
+	}
+	return "none", ""
+}
+
+// HostPreempt maps a host's preemption model (as calibrate and --machine
+// host read it: none, voluntary, full, lazy, rt, or "" when unknown) onto
+// the line's emulated models, with a note when it had to change it: lazy
+// runs as full on a line without PREEMPT_LAZY, unknown as the line's
+// default (DefaultPreempt).
+func (p Profile) HostPreempt(host string) (string, string) {
+	switch host {
+	case "":
+		def, _ := p.DefaultPreempt()
+		return def, "unknown; " + def + " assumed"
+	case "lazy":
+		if !p.PreemptLazy {
+			return "full", "lazy, emulated as full: line " + p.Name + " has no PREEMPT_LAZY"
+		}
+	}
+	return host, ""
+}
+
+// checkPreempt refuses a preemption model the line's builds do not have.
+func (p Profile) checkPreempt(preempt sim.Preempt) error {
+	switch {
+	case preempt == sim.PreemptLazy && !p.PreemptLazy:
+		return fmt.Errorf("--preempt lazy: kernel %s has no PREEMPT_LAZY (lazy preemption came in 6.13: \"sched: Add Lazy preemption model\", 7c70cb94d29c, and for x86 476e8583ca16; the first modelled line with it is 6.18)", p.Name)
+	case (preempt == sim.PreemptNone || preempt == sim.PreemptVoluntary) && p.NoNoneVoluntary:
+		return fmt.Errorf("--preempt %s: an x86 kernel of line %s cannot run it: PREEMPT_NONE depends on ARCH_NO_PREEMPT and PREEMPT_VOLUNTARY on !ARCH_HAS_PREEMPT_LAZY, which x86 selects, and a PREEMPT_DYNAMIC kernel refuses preempt=%s at boot (\"Dynamic Preempt: unsupported mode\"): %s; use --preempt lazy (the default of its build) or full", preempt, p.Name, preempt, p.PreemptNote)
 	}
 	return nil
 }
@@ -204,7 +268,9 @@ func (p Profile) SimConfig(c *sim.Config) {
 	c.Softirq = sim.SoftirqLimits{MaxTime: p.SoftirqTime, StopOnResched: p.SoftirqResched, DeferToKsoftirqd: p.DeferToKsoftirqd}
 	if c.Preempt == sim.PreemptRT {
 		c.Softirq.Threaded, c.Softirq.TimerThread = true, p.RTTimerThread
+		c.RTLazy = p.RTDynamic && p.RTLazy
 	}
+	c.HRTick = p.HRTick
 	c.Lockup = p.LockupDesign
 	if c.Watchdog == 0 { // the line's own threshold
 		c.Watchdog = p.Lockup
@@ -259,7 +325,9 @@ func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, preempt sim.Preempt, ct *c
 			if preempt == sim.PreemptRT {
 				cfg.CoreKthread, cfg.NormalOnly = true, true
 			}
-			cfg.WakeFromGP = p.WakeFromGPSmall && cpus <= wakeFromGPCPUs
+			cfg.WakeFromGP = p.WakeFromGPAll || p.WakeFromGPSmall && cpus <= wakeFromGPCPUs
+			cfg.WakeFromGPLatch = p.WakeFromGPLatch
+			cfg.GPInitSelfQS = p.GPInitSelfQS
 		}
 	}
 	return cfg

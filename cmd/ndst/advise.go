@@ -7,6 +7,7 @@ import (
 	"github.com/ndst-project/ndst/advise"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
+	"github.com/ndst-project/ndst/netdev"
 	"github.com/spf13/cobra"
 )
 
@@ -114,6 +115,9 @@ func runAdvise(g *globalOptions, o *adviseOptions, cmd *cobra.Command) error {
 		Params: mergeParamWords(g.hostParams, g.params)}
 	for _, s := range g.machineSettings {
 		m.Settings = append(m.Settings, advise.Setting{Name: s.Name, Value: s.Value, From: s.From})
+	}
+	if p, ok := netdev.Profiles[m.Profile]; ok && !g.preemptSet && len(g.machineSettings) == 0 {
+		m.Preempt, _ = p.DefaultPreempt() // none, or lazy on a line without it
 	}
 	if g.costs != "" {
 		if m.Costs, err = costs.Load(g.costs); err != nil {

@@ -22,6 +22,9 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		Params: g.params, HostParams: g.hostParams, HostParamsFrom: g.hostParamsFrom,
 		MachineNote: g.machineNote(), MachineNotes: g.machineNotes,
 	}
+	if !g.preemptSet && len(g.machineSettings) == 0 {
+		c.Preempt = "" // the line's default (netdev.Profile.DefaultPreempt)
+	}
 	for _, h := range g.holds {
 		x, err := emu.ParseHold(h)
 		if err != nil {

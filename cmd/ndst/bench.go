@@ -84,7 +84,7 @@ when the delete returned and when the devices were gone beside it:
 	f.StringSliceVar(&o.strategies, "strategy", waitrefs.Names, "wait strategies (list); default is each line's own wait loop")
 	f.StringSliceVar(&o.hz, "hz", []string{"1000"}, "timer frequencies (list)")
 	f.StringSliceVar(&o.cpus, "cpus", []string{"1"}, "CPU counts (list)")
-	f.StringSliceVar(&o.preempts, "preempt", []string{"none"}, "preemption models: none, voluntary, full, rt (PREEMPT_RT, lines 5.10 on) (list)")
+	f.StringSliceVar(&o.preempts, "preempt", []string{"none"}, "preemption models: none, voluntary, full, rt (PREEMPT_RT, lines 5.10 on), lazy (PREEMPT_LAZY, lines 6.18 on) (list)")
 	f.StringSliceVar(&o.batches, "batch", []string{"batched"}, "delete modes: batched (the profile's own batching), one-by-one (list)")
 	f.StringSliceVar(&o.counts, "count", []string{"1000"}, "numbers of devices N (list)")
 	f.IntVar(&o.runs, "runs", 5, "runs per cell, with seeds --seed, --seed+1, ...")

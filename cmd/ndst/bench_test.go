@@ -76,7 +76,8 @@ func TestBenchBadInput(t *testing.T) {
 	}{
 		{[]string{"bench", "--strategy", "tick,nap"}, `unknown name "nap"`},
 		{[]string{"bench", "--profile", "2.6.30"}, `--profile: unknown name "2.6.30"`},
-		{[]string{"bench", "--preempt", "lazy"}, `--preempt: unknown name "lazy"`},
+		{[]string{"bench", "--preempt", "eager"}, `--preempt: unknown name "eager"`},
+		{[]string{"bench", "--preempt", "lazy"}, `kernel 2.6.32 has no PREEMPT_LAZY`},
 		{[]string{"bench", "--batch", "bulk"}, `--batch: unknown name "bulk"`},
 		{[]string{"bench", "--backend", "qemu"}, `--backend: unknown name "qemu"`},
 		{[]string{"bench", "--strategy", ""}, "--strategy: empty list"},

@@ -44,6 +44,8 @@ var counterGroups = []struct {
 		{"qs_tick_preempt", "... from preemptible RCU's tick in kernel code outside any reader"},
 		{"qs_cond_resched", "... from cond_resched()'s rcu_all_qs, without a schedule()"},
 		{"qs_fqs_idle", "... from a force-quiescent-state scan that found the CPU idle, or passed through idle since its snapshot"},
+		{"qs_gp_init", "... from the grace-period kthread's own CPU as the grace period starts (rcu_gp_init, lines 7.2 on)"},
+		{"wake_from_gp_latched", "synchronize_rcu calls sent back to the callback wait by rcu_normal_wake_from_gp's latch (64 callers in flight, lines 7.2 on)"},
 		{"lazy_callbacks", "callbacks held back in lazy RCU's bypass list (lines with CONFIG_RCU_LAZY)"},
 		{"lazy_flushes", "bypass lists emptied into the callbacks"},
 		{"lazy_timer_flushes", "... of them by lazy RCU's 10 s timer"},

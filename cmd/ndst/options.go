@@ -61,8 +61,11 @@ type globalOptions struct {
 
 	// Netlink settings (and, with --backend sim, the emulated namespace
 	// add, del and list act in: netnsSet says --netns was given).
-	netns         string
-	netnsSet      bool
+	netns    string
+	netnsSet bool
+	// preemptSet says --preempt was given; without it (and without
+	// --machine host) the emulated kernel runs the line's default model.
+	preemptSet    bool
 	kind          string
 	kindExplicit  bool
 	allowRootNS   bool
@@ -93,7 +96,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.profile, "profile", netdev.DefaultProfile, "kernel line: "+strings.Join(netdev.ProfileNames, ", ")+", or auto (the line of the --costs table's host, else of the running kernel; ndst profiles lists them)")
 	f.IntVar(&g.hz, "hz", 1000, "timer frequency of the emulated kernel")
 	f.IntVar(&g.cpus, "cpus", 1, "number of emulated CPUs")
-	f.StringVar(&g.preempt, "preempt", "none", "preemption model: none, voluntary, full, rt (PREEMPT_RT, lines 5.10 on)")
+	f.StringVar(&g.preempt, "preempt", "none", "preemption model: none, voluntary, full, rt (PREEMPT_RT, lines 5.10 on), lazy (PREEMPT_LAZY, lines 6.18 on); line 7.2 runs full or lazy only, lazy when not given")
 	f.Uint64Var(&g.seed, "seed", 1, "seed of the emulated kernel's random source (same seed, same timings)")
 	f.StringVar(&g.rcu, "rcu", "", "RCU implementation: classic, tree, tree-preempt or tiny, as the kernel line had them (default: the line's for the machine; ndst profiles lists them)")
 	f.StringVar(&g.nameAlloc, "name-alloc", "bitmap", "%d name allocator: bitmap, or scan (the kernel's O(n) __dev_alloc_name)")
@@ -134,6 +137,7 @@ func (g *globalOptions) validate(cmd *cobra.Command) error {
 	g.giveUpSet = cmd.Flags().Changed("give-up")
 	g.nameExplicit = cmd.Flags().Changed("name")
 	g.netnsSet = cmd.Flags().Changed("netns") || cmd.Flags().Changed("ns")
+	g.preemptSet = cmd.Flags().Changed("preempt")
 	switch g.backend {
 	case "sim", "netlink", "module":
 	default:
@@ -180,7 +184,7 @@ func (g *globalOptions) checkParams(cmd *cobra.Command) error {
 				return ndst.Usagef("--param %s contradicts --hz %s (give one of them)", a.Given, f.Value)
 			}
 		case knob.PreemptMode:
-			if f := cmd.Flags().Lookup("preempt"); f != nil && f.Changed && f.Value.String() != a.Value.String() {
+			if f := cmd.Flags().Lookup("preempt"); f != nil && f.Changed && f.Value.String() != a.Value.String() && f.Value.String() != "rt" {
 				return ndst.Usagef("--param %s contradicts --preempt %s (give one of them)", a.Given, f.Value)
 			}
 		}

@@ -50,7 +50,7 @@ in another build, what it does and what it costs elsewhere.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if knobs {
-				m := knobsMachine{HZ: g.hz, CPUs: g.cpus, Preempt: g.preempt}
+				m := knobsMachine{HZ: g.hz, CPUs: g.cpus, Preempt: g.preempt, Defaulted: !g.preemptSet}
 				if g.json {
 					cat, err := knobCatalogue(m)
 					if err != nil {

@@ -48,18 +48,29 @@ type knobsMachine struct {
 	HZ      int    `json:"hz"`
 	CPUs    int    `json:"cpus"`
 	Preempt string `json:"preempt"`
+	// Defaulted: --preempt was not given, so a line that cannot run
+	// Preempt shows its own default model (netdev.Profile.DefaultPreempt).
+	Defaulted bool `json:"-"`
+}
+
+// linePreempt is the model a line's column is for.
+func (m knobsMachine) linePreempt(p netdev.Profile) string {
+	if def, _ := p.DefaultPreempt(); m.Defaulted && def != m.Preempt {
+		return def
+	}
+	return m.Preempt
 }
 
 // lineDefaults resolves every line's knobs for the machine; a line that
 // cannot run that machine (PREEMPT_RT on 2.6.3x) is left out.
 func lineDefaults(m knobsMachine) (map[string]*netdev.Knobs, error) {
-	pre, err := sim.ParsePreempt(m.Preempt)
-	if err != nil {
+	if _, err := sim.ParsePreempt(m.Preempt); err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
 	out := map[string]*netdev.Knobs{}
 	for _, name := range netdev.ProfileNames {
 		p := netdev.Profiles[name]
+		pre, _ := sim.ParsePreempt(m.linePreempt(p))
 		c, err := p.Choose("", m.CPUs, pre)
 		if err != nil {
 			continue
@@ -116,8 +127,14 @@ func writeKnobs(w io.Writer, m knobsMachine) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "knobs by line: the value during a run on --hz %d --cpus %d --preempt %s (\"-\": the line lacks the knob; --param NAME=VALUE sets one)\n\n",
-		m.HZ, m.CPUs, m.Preempt)
+	var own []string
+	for _, name := range netdev.ProfileNames {
+		if pre := m.linePreempt(netdev.Profiles[name]); pre != m.Preempt {
+			own = append(own, fmt.Sprintf(", %s on %s (its default; it has no %s)", pre, name, m.Preempt))
+		}
+	}
+	fmt.Fprintf(&b, "knobs by line: the value during a run on --hz %d --cpus %d --preempt %s%s (\"-\": the line lacks the knob; --param NAME=VALUE sets one)\n\n",
+		m.HZ, m.CPUs, m.Preempt, strings.Join(own, ""))
 	tw := tabwriter.NewWriter(&b, 0, 4, 1, ' ', 0)
 	fmt.Fprint(tw, "knob\tkind")
 	for _, name := range netdev.ProfileNames {

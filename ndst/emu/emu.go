@@ -144,10 +144,12 @@ type resolved struct {
 	strategy netdev.Waiter
 	preempt  sim.Preempt
 	rcu      netdev.RCUChoice
-	// autoWhy says how --profile auto chose the line ("" otherwise).
-	autoWhy string
-	names   netdev.NameAlloc
-	costs   *costs.Table
+	// autoWhy says how --profile auto chose the line ("" otherwise), and
+	// preemptWhy how the line chose the preemption model when none was
+	// given ("" for none).
+	autoWhy, preemptWhy string
+	names               netdev.NameAlloc
+	costs               *costs.Table
 	// knobs are the line's knobs on this machine (netdev/knobs.go).
 	knobs *netdev.Knobs
 }
@@ -185,8 +187,9 @@ func resolve(c Config) (*resolved, error) {
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
 	}
+	var preemptWhy string
 	if c.Preempt == "" {
-		c.Preempt = "none"
+		c.Preempt, preemptWhy = p.DefaultPreempt()
 	}
 	from := c.ParamsFrom
 	if from == "" {
@@ -244,7 +247,7 @@ func resolve(c Config) (*resolved, error) {
 	if ct == nil {
 		ct = costs.Default()
 	}
-	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, rcu: choice, names: names, costs: ct, autoWhy: autoWhy, knobs: kn}, nil
+	return &resolved{cfg: c, profile: p, strategy: w, preempt: pre, rcu: choice, names: names, costs: ct, autoWhy: autoWhy, preemptWhy: preemptWhy, knobs: kn}, nil
 }
 
 // Backend is the emulated kernel behind the driver contract.
@@ -343,6 +346,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
 	}
 	r.profile.SimConfig(&scfg)
+	r.knobs.ApplySim(&scfg)
 	e, err := sim.New(scfg)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)
@@ -469,6 +473,9 @@ func (b *Backend) newResult(op string, batched bool) *ndst.Result {
 	}
 	if b.r.autoWhy != "" {
 		res.Notes = append(res.Notes, b.r.autoWhy)
+	}
+	if b.r.preemptWhy != "" {
+		res.Notes = append(res.Notes, b.r.preemptWhy)
 	}
 	if c.MachineNote != "" {
 		res.Notes = append(res.Notes, c.MachineNote)
@@ -805,7 +812,13 @@ func counters(k *kernel) map[string]int64 {
 		"events":              es.Events,
 	}
 	for src := rcu.QSSource(0); src < rcu.NumQSSources; src++ {
+		if src == rcu.QSGPInit && rs.QSBy[src] == 0 {
+			continue // only the lines whose rcu_gp_init reports one (7.x)
+		}
 		m["qs_"+src.Name()] = rs.QSBy[src]
+	}
+	if rs.WakeFromGPLatched > 0 {
+		m["wake_from_gp_latched"] = rs.WakeFromGPLatched
 	}
 	addrCounters(ns, m)
 	// Lazy RCU's counters exist only where a run had lazy callbacks.

@@ -126,6 +126,7 @@ func qsSources(c map[string]int64) string {
 		{"ticks outside a reader (preemptible RCU)", c["qs_tick_preempt"]},
 		{"cond_resched()", c["qs_cond_resched"]},
 		{"FQS scans of idle CPUs", c["qs_fqs_idle"]},
+		{"the GP kthread's CPU at GP start", c["qs_gp_init"]},
 	} {
 		if s.n > 0 {
 			l = append(l, s)

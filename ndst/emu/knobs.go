@@ -10,14 +10,17 @@ import (
 
 // machineKnobs applies the knobs that choose the machine itself before it
 // is validated: CONFIG_HZ is the emulated HZ and preempt= the preemption
-// model (whether the line has them is checked with the other knobs).
+// model (whether the line has them is checked with the other knobs), except
+// on PREEMPT_RT, whose preempt= only chooses its lazy mode.
 func machineKnobs(l []knob.Assignment, hz int, preempt string) (int, string) {
 	for _, a := range l {
 		switch a.Def.Name {
 		case knob.ConfigHZ:
 			hz = int(a.Value.Int)
 		case knob.PreemptMode:
-			preempt = a.Value.Choice()
+			if preempt != "rt" {
+				preempt = a.Value.Choice()
+			}
 		}
 	}
 	return hz, preempt

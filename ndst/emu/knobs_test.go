@@ -153,7 +153,10 @@ func TestKnobErrors(t *testing.T) {
 		{"5.15", 2, "rt", []string{"rcupdate.rcu_normal_after_boot=0"}, "from 5.12 (36221e109eb2) to 5.15 have no such parameter"},
 		{"5.10", 2, "rt", []string{"rcupdate.rcu_normal_after_boot=0"}, "patches-rt/0073, rt commit 1f3a70b3086e"},
 		{"5.15", 2, "none", []string{"preempt=full"}, "kernel 5.15 lacks it"},
-		{"6.18", 2, "rt", []string{"preempt=none"}, "not PREEMPT_DYNAMIC"},
+		{"6.1", 2, "rt", []string{"preempt=full"}, "not PREEMPT_DYNAMIC"},
+		{"6.18", 2, "rt", []string{"preempt=none"}, "takes preempt=full or lazy only"},
+		{"6.12", 2, "none", []string{"preempt=lazy"}, "kernel 6.12 has no PREEMPT_LAZY"},
+		{"7.2", 2, "lazy", []string{"preempt=voluntary"}, "cannot run it: PREEMPT_NONE depends on ARCH_NO_PREEMPT"},
 		{"6.18", 1, "none", []string{"rcutree.blimit=5", "rcutree.blimit=6"}, "set rcutree.blimit twice"},
 		{"2.6.31", 1, "none", []string{"rcutree.blimit=4294967296"}, "out of range on kernel 2.6.31"},
 	} {

@@ -54,7 +54,7 @@ func stressScenario(t *testing.T, seed uint64) string {
 		Strategy:  waitrefs.Names[rng.IntN(len(waitrefs.Names))],
 		HZ:        []int{100, 250, 300, 1000}[rng.IntN(4)],
 		CPUs:      1 + rng.IntN(4),
-		Preempt:   []string{"none", "voluntary", "full"}[rng.IntN(3)],
+		Preempt:   []string{"none", "voluntary", "full", "lazy"}[rng.IntN(4)],
 		Seed:      seed,
 		Ephemeral: true,
 		Watchdog:  3e9, // 3 s of virtual time keeps livelocks cheap
@@ -63,6 +63,11 @@ func stressScenario(t *testing.T, seed uint64) string {
 	// only where the line has synchronize_rcu_expedited.
 	p, _ := netdev.LookupProfile(profile)
 	pre, _ := sim.ParsePreempt(cfg.Preempt)
+	if _, err := p.Choose("", cfg.CPUs, pre); err != nil {
+		// The line cannot run that model (lazy before 6.13, none or
+		// voluntary on x86 7.x): full, which every line can.
+		cfg.Preempt, pre = "full", sim.PreemptFull
+	}
 	var fits []string
 	for _, c := range p.RCUs {
 		if p.CheckMachine(c, cfg.CPUs, pre) == nil {
