@@ -51,7 +51,7 @@
 //
 // Every other operation keeps its built-in cost (costs.Lookup falls back to
 // the default). Host carries the kernel release, HZ, CPU count, preemption
-// model (lazy and rt are given as full, the closest emulated model) and the
+// model (lazy runs as full on a line without PREEMPT_LAZY) and the
 // grace-period distribution. The raw figures go to Extra.
 package calibrate
 

@@ -57,22 +57,19 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 	if h == nil || h.Profile == "" || h.HZ == 0 || h.CPUs == 0 {
 		return emu.Config{}, fmt.Errorf("the cost table has no host section with a kernel line, HZ and CPUs")
 	}
-	pre := h.Preempt
-	switch pre {
-	case "", "none", "voluntary", "full", "rt":
-	case "lazy":
-		// PREEMPT_LAZY preempts a normal task at the next tick at the latest;
-		// the emulator's nearest model is full preemption.
-		pre = "full"
+	switch h.Preempt {
+	case "", "none", "voluntary", "full", "rt", "lazy":
 	default:
 		return emu.Config{}, fmt.Errorf("unknown preemption model %q", h.Preempt)
 	}
-	if pre == "" {
-		pre = "none"
+	// Lazy where the line has it, else full (HostPreempt).
+	pre, note := netdev.Profiles[h.Profile].HostPreempt(h.Preempt)
+	if note != "" {
+		note = "the calibrated host's preemption model: " + note
 	}
 	params, _ := HostParams(h) // the host's knobs (knobs.go)
 	return emu.Config{Profile: h.Profile, RCU: h.RCU, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Ephemeral: true,
-		Params: params, ParamsFrom: "the cost table's host"}, nil
+		Params: params, ParamsFrom: "the cost table's host", MachineNote: note}, nil
 }
 
 // HostModel is the emulated kernel configured as the host a cost table was

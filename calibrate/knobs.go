@@ -40,7 +40,8 @@ func HostParams(h *costs.Host) (params, skipped []string) {
 	p, ok := netdev.Profiles[h.Profile]
 	var def *netdev.Knobs
 	if ok {
-		if pre, err := sim.ParsePreempt(emuPreempt(h.Preempt)); err == nil {
+		hp, _ := p.HostPreempt(h.Preempt)
+		if pre, err := sim.ParsePreempt(hp); err == nil {
 			rcu := h.RCU
 			if c, err := p.Choose(rcu, max(1, h.CPUs), pre); err == nil {
 				def, _ = p.ResolveKnobs(max(1, h.HZ), max(1, h.CPUs), pre, c.Name, nil, nil)
@@ -111,18 +112,6 @@ func (r *Report) knobSummary() string {
 		return s + fmt.Sprintf("; every one the line %s models is at its default\n", r.Profile)
 	}
 	return s + "; away from line " + r.Profile + "'s defaults, and emulated so: " + strings.Join(params, " ") + "\n"
-}
-
-// emuPreempt maps the host's preemption word onto the emulator's.
-func emuPreempt(p string) string {
-	switch p {
-	case "", "lazy":
-		if p == "lazy" {
-			return "full"
-		}
-		return "none"
-	}
-	return p
 }
 
 // KnobDrift compares the knobs a table recorded with the running kernel's

@@ -58,11 +58,11 @@ func machineFromTable(t *costs.Table, path string) (hostMachine, error) {
 	for _, k := range []string{"hz", "cpus", "preempt", "rcu"} {
 		m.from[k] = src
 	}
-	if m.preempt == "lazy" {
-		m.preempt, m.from["preempt"] = "full", src+" (lazy, emulated as full)"
-	}
-	if m.preempt == "" {
-		m.preempt, m.from["preempt"] = "none", src+" recorded none; none assumed"
+	if pre, note := netdev.Profiles[m.profile].HostPreempt(m.preempt); note != "" {
+		if m.preempt == "" {
+			note = "recorded none; " + pre + " assumed"
+		}
+		m.preempt, m.from["preempt"] = pre, src+" ("+note+")"
 	}
 	hc := *h
 	hc.Profile = m.profile
@@ -91,17 +91,17 @@ func machineFromKernel() (hostMachine, error) {
 		m.hz, m.from["hz"] = 250, "not readable (no kernel config); 250 assumed"
 	}
 	m.from["cpus"] = "the online CPUs of this machine"
-	switch m.preempt {
-	case "lazy":
-		m.preempt, m.from["preempt"] = "full", f.PreemptSource+" (lazy, emulated as full)"
-	case "":
-		m.preempt, m.from["preempt"] = "none", "not readable; none assumed"
+	switch pre, note := netdev.Profiles[line].HostPreempt(m.preempt); {
+	case m.preempt == "":
+		m.preempt, m.from["preempt"] = pre, "not readable; "+pre+" assumed"
+	case note != "":
+		m.preempt, m.from["preempt"] = pre, f.PreemptSource+" ("+note+")"
 	default:
 		m.from["preempt"] = f.PreemptSource
 	}
 	p := netdev.Profiles[line]
 	want := "tree"
-	if f.PreemptRCU || m.preempt == "full" || m.preempt == "rt" {
+	if f.PreemptRCU || m.preempt == "full" || m.preempt == "rt" || m.preempt == "lazy" {
 		want = "tree-preempt"
 	}
 	if slices.ContainsFunc(p.RCUs, func(c netdev.RCUChoice) bool { return c.Name == want }) {
