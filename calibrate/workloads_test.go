@@ -68,3 +68,49 @@ func TestFitWorkloadsRecoversItsRuns(t *testing.T) {
 		t.Error("HasWorkloadCosts = false after the fit")
 	}
 }
+
+// TestFitWorkloadsBalancesARunBelowItsBase: an IPv4 run measured faster
+// than the IPv6 run it adds an address to (as noise on a busy host makes
+// it) cannot be given back by its own cost, which stops at 0; the fit must
+// then set the IPv6 costs the two share where the two runs' errors balance,
+// rather than close the IPv6 run and leave the IPv4 run its whole miss.
+func TestFitWorkloadsBalancesARunBelowItsBase(t *testing.T) {
+	tab, err := costs.Load("../ndst/emu/testdata/host-6.18-costs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := hostModel(tab.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := &Report{Table: tab, Kind: "ifb"}
+	r.Table.Extra = maps.Clone(tab.Extra)
+	if r.Table.Extra == nil {
+		r.Table.Extra = map[string]int64{}
+	}
+	for _, w := range []string{WorkAddr6Add, WorkAddrAdd} {
+		ns, err := emulatedWorkload(ctx, base, tab, "ifb", w, workloadCount)
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		if w == WorkAddr6Add {
+			ns = ns * 112 / 100 // slower than the run with one address more
+		}
+		r.Workloads = append(r.Workloads, WorkloadPoint{What: w, Count: workloadCount, MeasuredNS: ns, Rounds: 1})
+	}
+	if err := r.fitWorkloads(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.workloadClosure(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.Table.Extra["addr4_add_ns"]; v != 0 {
+		t.Errorf("addr4_add_ns = %d, want 0 (its bound)", v)
+	}
+	e0, e1 := r.Closure[0].Error, r.Closure[1].Error
+	t.Logf("%s %+.1f%%, %s %+.1f%%", r.Closure[0].What, 100*e0, r.Closure[1].What, 100*e1)
+	if e0 >= 0 || e1 <= 0 || math.Abs(e0+e1) > 0.01 {
+		t.Errorf("errors %+.1f%% and %+.1f%%: want opposite signs that balance within 1%%", 100*e0, 100*e1)
+	}
+}
