@@ -162,6 +162,9 @@ type Report struct {
 	// NetnsFit says what netns_exit_ns was fitted to: "cleanup runs"
 	// (each run's duration) or "cleanup done".
 	NetnsFit string `json:"netns_fit,omitempty"`
+	// NetnsFiles describes the filesystem of the namespaces' files when
+	// it, not the kernel, makes their creates drift (netnsfs_linux.go).
+	NetnsFiles string `json:"netns_files,omitempty"`
 	// Workloads are the workload runs (workloads.go); WorkloadsError says
 	// why there are none.
 	Workloads      []WorkloadPoint `json:"workloads,omitempty"`

@@ -286,4 +286,24 @@ func TestMissesNameTheMechanism(t *testing.T) {
 	if m := r.Misses(); len(m) != 3 || !strings.Contains(m[0], "both batch sizes miss the same way") || !strings.Contains(m[0], "unmeasured") {
 		t.Errorf("Misses() = %q, want both batch sizes named as the fixed, tick-bound part", m)
 	}
+	// A namespace create that misses names the filesystem of the
+	// namespaces' files when calibrate found it to be the drifting cost.
+	r = &Report{Closure: []ClosurePoint{{What: "netns add", Devices: 40, Error: 0.08}}}
+	if m := r.Misses(); len(m) != 1 || strings.Contains(m[0], "ext4") {
+		t.Errorf("Misses() = %q, want the setup cost named and no filesystem", m)
+	}
+	r.NetnsFiles = "/run/netns is on ext4 without a journal (vda), ..."
+	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "netns_setup_ns") || !strings.Contains(m[0], "ext4 without a journal") {
+		t.Errorf("Misses() = %q, want the setup cost and the filesystem named", m)
+	}
+}
+
+// TestNetnsFilesNote: on ext4 the note names ext4 without a journal only
+// when the filesystem has none; elsewhere it is empty.
+func TestNetnsFilesNote(t *testing.T) {
+	note := netnsFilesNote()
+	t.Logf("netnsFilesNote() = %q", note)
+	if note != "" && !strings.Contains(note, "ext4 without a journal") {
+		t.Errorf("netnsFilesNote() = %q, want empty or ext4 without a journal named", note)
+	}
 }

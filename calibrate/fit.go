@@ -337,6 +337,9 @@ func (r *Report) Misses() []string {
 			}
 		case "netns add":
 			m = "netns_setup_ns, fitted to the creates of both sizes, does not give this size's time back: creating namespaces is not linear in their number here"
+			if r.NetnsFiles != "" {
+				m += "; " + r.NetnsFiles
+			}
 		case "netns cleanup done":
 			m = "the cleanup_net runs (netns_exit_ns a namespace, fitted to the runs' own durations, with the model's batching, its grace period and two rcu_barrier()s) do not reproduce this size: the namespaces the runs took, or their waits, differ from the model's"
 		default:

@@ -82,6 +82,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			r.NetnsError = err.Error()
 		}
+		r.NetnsFiles = netnsFilesNote()
 	}
 	if !o.NoWorkloads {
 		progress("workloads: devices with addresses, macvlans and VLANs, namespaces with a veth pair")

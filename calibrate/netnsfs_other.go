@@ -1,0 +1,6 @@
+//go:build !linux
+
+package calibrate
+
+// netnsFilesNote: the namespaces' files are a Linux host's.
+func netnsFilesNote() string { return "" }
