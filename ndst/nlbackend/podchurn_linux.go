@@ -109,7 +109,11 @@ func (b *Backend) PodChurn(ctx context.Context, req ndst.PodChurnRequest) (*ndst
 		if errors.Is(run.err, context.Canceled) {
 			run.err = fmt.Errorf("churn --netns interrupted: %w", run.err)
 		}
-		return fail(res, fmt.Errorf("%w (%d pods made, %d deleted; every pod made was deleted)", run.err, c.Created, c.Deleted))
+		left := "every pod made was deleted"
+		if c.Deleted < c.Created {
+			left = fmt.Sprintf("%d left: ndst --backend netlink reset removes them", c.Created-c.Deleted)
+		}
+		return fail(res, fmt.Errorf("%w (%d pods made, %d deleted; %s)", run.err, c.Created, c.Deleted, left))
 	}
 	return res, nil
 }
@@ -132,6 +136,7 @@ func runPodChurn(ctx context.Context, req ndst.PodChurnRequest, p nsPlan, names,
 		mu                sync.Mutex
 		cond              = sync.NewCond(&mu)
 		ready             = make([]bool, pods)  // made, to be deleted
+		taken             = make([]bool, pods)  // a deleter has it
 		deadline          = make([]int64, pods) // when to delete it
 		nextMake, nextDel int
 		makersLeft        = req.Parallel
@@ -170,7 +175,13 @@ func runPodChurn(ctx context.Context, req ndst.PodChurnRequest, p nsPlan, names,
 					nextMake++
 					mu.Unlock()
 					if wait := r.t0 + int64(float64(i)*period) - sender.Monotonic(); wait > 0 {
-						time.Sleep(time.Duration(wait))
+						sleepCtx(ctx, time.Duration(wait))
+					}
+					mu.Lock()
+					stopped := stop()
+					mu.Unlock()
+					if stopped { // interrupted while waiting for its time: not made
+						return nil
 					}
 					host := ""
 					if p.veth {
@@ -208,15 +219,12 @@ func runPodChurn(ctx context.Context, req ndst.PodChurnRequest, p nsPlan, names,
 			defer dwg.Done()
 			for {
 				mu.Lock()
-				for nextDel < pods && !ready[nextDel] && makersLeft > 0 && !stop() {
-					cond.Wait()
-				}
-				if nextDel >= pods || !ready[nextDel] {
+				j := nextPodToDelete(pods, &nextDel, ready, taken, func() bool { return stop() || makersLeft == 0 }, func() bool { return makersLeft > 0 }, cond.Wait)
+				if j < 0 {
 					mu.Unlock()
 					return
 				}
-				j := nextDel
-				nextDel++
+				taken[j] = true
 				at := deadline[j]
 				quick := stop() // interrupted: delete at once
 				mu.Unlock()
@@ -256,6 +264,40 @@ func runPodChurn(ctx context.Context, req ndst.PodChurnRequest, p nsPlan, names,
 		r.err = ctx.Err()
 	}
 	return r
+}
+
+// nextPodToDelete picks the next pod for a deleter (with the workers' lock
+// held; wait releases it while it waits): in the order they were made while
+// the churn runs; once it is over (ending says so: interrupted, failed, or
+// no maker left), every pod made and not yet taken, after the makers still
+// making one (making says so) are done, so that no pod made is left; -1 when
+// none is left.
+func nextPodToDelete(pods int, next *int, ready, taken []bool, ending, making func() bool, wait func()) int {
+	for {
+		for *next < pods && taken[*next] {
+			*next++
+		}
+		if *next >= pods {
+			return -1
+		}
+		if ready[*next] {
+			return *next
+		}
+		if !ending() {
+			wait()
+			continue
+		}
+		if making() { // a pod in the making must go too
+			wait()
+			continue
+		}
+		for k := *next; k < pods; k++ {
+			if ready[k] && !taken[k] {
+				return k
+			}
+		}
+		return -1
+	}
 }
 
 // sleepCtx sleeps d or until ctx is done.

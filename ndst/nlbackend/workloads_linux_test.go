@@ -311,3 +311,32 @@ func (b *Backend) setSysctl(path, v string) error {
 		return safefile.WriteKernelFile(path, []byte(v+"\n"))
 	})
 }
+
+// TestPodChurnInterruptedLeavesNoPod: a churn cancelled partway deletes
+// every pod it made before it returns (it once left the pods of the makers
+// still waiting for their time, and said every pod was deleted), and its
+// error counts them truly.
+func TestPodChurnInterruptedLeavesNoPod(t *testing.T) {
+	b := openFresh(t, Options{Kind: "ifb", KindExplicit: true})
+	for _, after := range []time.Duration{300 * time.Millisecond, 1100 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		res, err := b.PodChurn(ctx, ndst.PodChurnRequest{Rate: 20, For: 10 * time.Second, Lifetime: time.Second, Parallel: 4})
+		cancel()
+		if err == nil || res == nil || res.Churn == nil {
+			t.Fatalf("PodChurn cancelled after %v = %+v, %v; want an error with its figures", after, res, err)
+		}
+		c := res.Churn
+		if c.Created == 0 || c.Deleted != c.Created || !strings.Contains(err.Error(), "every pod made was deleted") {
+			t.Errorf("cancelled after %v: made %d, deleted %d: %v", after, c.Created, c.Deleted, err)
+		}
+		existing, err := scanNetns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range existing {
+			if strings.HasPrefix(n.Name, "ndstpod") {
+				t.Errorf("cancelled after %v: pod namespace %s left behind", after, n.Name)
+			}
+		}
+	}
+}
