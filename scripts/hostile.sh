@@ -22,7 +22,7 @@ declare -A tests=(
   [outputs]="./safefile:TestOutputNeverOnAPseudoFileSystem|TestOutputNeverThroughALink|TestOutputFailureKeepsTheOldFile|TestWriteKernelFile ./cmd/ndst:TestOutputsNeverFollowALink|TestOutputsNeverOnAPseudoFileSystem|TestOutputsOnAFullDisk|TestNoFileHangsOrIsOverwritten"
   [interrupts]="./ndst/nlbackend:TestLeftoversOfAKilledNdst ./cmd/ndst:TestInterruptedMeasurementsLeaveNothing|TestKillAnywhereThenOneReset|TestWorkloadsInterruptedThenOneReset"
   [bounds]="./ndst/nlbackend:TestNetnsMemoryBound|TestMemoryBoundUnderACgroup ./ndst/emu:TestNamespacesCountInTheMemoryGuard|TestEventBudget ./sysmem:TestCgroupV1|TestAvailableIsTheSmallestLimit ./cmd/ndst:TestBoundsRefused|TestSIGTERMEndsEveryLongCommand"
-  [reports]="./ndst/nlbackend:TestInterruptedDeleteCountsWhatIsGone|TestInterruptedBatchDeleteIsTrue|TestConcurrentNetnsDelRescans|TestNetnsInterrupted ./churn:TestInterruptedRunFails|TestCancel ./cmd/ndst:TestJSONErrorsNameTheirCommand|TestUnknownStateFlagsRefused|TestHostileNamesRefused|TestHugeCostsRefusedAndCountersBounded"
+  [reports]="./ndst/nlbackend:TestInterruptedDeleteCountsWhatIsGone|TestInterruptedBatchDeleteIsTrue|TestConcurrentNetnsDelRescans|TestNetnsInterrupted|TestPodChurnInterruptedLeavesNoPod ./churn:TestInterruptedRunFails|TestCancel ./cmd/ndst:TestJSONErrorsNameTheirCommand|TestUnknownStateFlagsRefused|TestHostileNamesRefused|TestHugeCostsRefusedAndCountersBounded"
 )
 order=(identity home outputs interrupts bounds reports)
 classes=("$@")
