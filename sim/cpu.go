@@ -140,33 +140,16 @@ func (c *CPU) inIRQWork() bool { return c.irqBusyUntil > c.e.now }
 
 // ---- scheduling ----
 
-// enqueue makes t runnable here, dispatching it at once on an idle CPU.
-// Real-time threads (the watchdog) go ahead of other runnable tasks.
+// enqueue makes t runnable here, dispatching it at once on an idle CPU;
+// otherwise it is queued in class order and may preempt (class.go).
 func (c *CPU) enqueue(t *Task) {
 	if c.curr == nil && c.deferred == nil {
 		c.switchIn(t)
 		return
 	}
-	if t.rt {
-		i := 0
-		for i < len(c.runq) && c.runq[i].rt {
-			i++
-		}
-		c.runq = append(c.runq, nil)
-		copy(c.runq[i+1:], c.runq[i:])
-		c.runq[i] = t
-	} else {
-		c.runq = append(c.runq, t)
-	}
+	c.queue(t, false)
 	c.armHRTick()
-	if c.e.lazy() && c.lazyWakeup(t) {
-		c.ensureTick()
-		return
-	}
-	c.needResched = true
-	if c.curr != nil && c.curr.Preemptible() && (c.curr.mode == ModeUser || c.e.cfg.Preempt.Preemptive()) {
-		c.preempt()
-	}
+	c.wakeupPreempt(t)
 	c.ensureTick()
 }
 
@@ -244,13 +227,19 @@ func (c *CPU) preempt() {
 	if t == nil || t.chargeEv == nil || len(c.runq) == 0 {
 		return
 	}
+	if !outranks(c.runq[0], t) {
+		// __schedule picks the real-time task again: the request is
+		// honoured and cleared without a switch.
+		c.needResched, c.lazyResched = false, false
+		return
+	}
 	c.e.disarm(t.chargeEv)
 	t.chargeEv = nil
 	t.remaining = t.chargeEnd - c.e.now
 	t.state = taskRunnable
 	c.e.stats.Preemptions++
 	c.switchOut(t)
-	c.runq = append(c.runq, t)
+	c.queue(t, true)
 }
 
 // ---- interrupts and the tick ----

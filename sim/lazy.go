@@ -27,17 +27,16 @@ package sim
 // lazy reports whether the scheduler preempts ordinary tasks lazily.
 func (e *Engine) lazy() bool { return e.cfg.Preempt == PreemptLazy || e.cfg.RTLazy }
 
-// lazyWakeup is wakeup_preempt in lazy mode for t queued on c while
-// c.curr runs: it reports whether the wakeup is settled (the lazy flag, or
-// nothing for an ordinary task woken above a real-time one); false leaves
-// it to the immediate path (a real-time task woken).
+// lazyWakeup is the fair class's wakeup_preempt in lazy mode for t queued
+// on c while c.curr runs (the class rule, class.go, has let it through):
+// it reports whether the wakeup is settled by the lazy flag; false leaves
+// it to the immediate path (a real-time task woken, or an idle CPU's
+// pending switch).
 func (c *CPU) lazyWakeup(t *Task) bool {
 	if t.rt || c.curr == nil {
 		return false
 	}
-	if !c.curr.rt {
-		c.setLazy()
-	}
+	c.setLazy()
 	return true
 }
 

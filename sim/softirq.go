@@ -175,7 +175,7 @@ func (c *CPU) wakeKtimers() {
 	c.ktimersWork = true
 	if c.ktimers == nil {
 		c.ktimers = c.e.Go("ktimers/"+itoa(c.ID), c.ID, true, ktimersThread)
-		c.ktimers.rt = true
+		c.ktimers.setRT(PrioFIFOLow)
 		return
 	}
 	c.ktimersWQ.WakeAll()

@@ -41,8 +41,10 @@ type Task struct {
 	fn      func(*Task)
 	daemon  bool
 	unbound bool
-	// rt: a real-time thread (the watchdog), queued ahead of others.
+	// rt: a real-time (SCHED_FIFO) thread at priority prio, queued ahead
+	// of ordinary tasks (class.go).
 	rt      bool
+	prio    int
 	state   taskState
 	mode    Mode
 	started bool
@@ -374,9 +376,11 @@ func (t *Task) wake() {
 	t.cpu.enqueue(t)
 }
 
-// SetRT makes the task a real-time thread: queued ahead of the others on
-// its CPU, and, under full preemption, preempting them when it wakes.
-func (t *Task) SetRT() { t.rt = true }
+// SetRT makes the task a real-time thread at the lowest real-time
+// priority (SCHED_FIFO 1, kthread_prio's default): queued ahead of the
+// ordinary tasks on its CPU, preempting them when it wakes, and never
+// preempted by their wakeups (class.go).
+func (t *Task) SetRT() { t.setRT(PrioFIFOLow) }
 
 // SetUnbound lets the scheduler run the task on any CPU: when it wakes it
 // goes to its last CPU if that is idle, else to the waking CPU if that is
@@ -408,7 +412,7 @@ func (e *Engine) placeUnbound(last, waker *CPU) *CPU {
 // the task keeps the CPU and the soft-lockup watchdog sees no switch.
 func (t *Task) Schedule() {
 	c := t.cpu
-	if len(c.runq) == 0 {
+	if len(c.runq) == 0 || !outranks(c.runq[0], t) { // nothing above t waits (class.go)
 		c.needResched, c.lazyResched = false, false
 		c.keptCPU = true
 		for _, h := range t.e.hooks {
@@ -420,7 +424,7 @@ func (t *Task) Schedule() {
 	t.state = taskRunnable
 	c.needResched = false
 	c.switchOut(t)
-	c.runq = append(c.runq, t)
+	c.queue(t, true)
 	t.yield()
 }
 

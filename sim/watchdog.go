@@ -91,7 +91,7 @@ func (e *Engine) startWatchdogs() {
 	for i := range e.cfg.CPUs {
 		c := e.cpus[i]
 		c.watchdog = e.Go(fmt.Sprintf("watchdog/%d", i), i, true, watchdogThread)
-		c.watchdog.rt = true
+		c.watchdog.setRT(PrioWatchdog)
 		if e.cfg.Lockup == LockupSampled {
 			c.sampleFn = c.watchdogSampleTimer
 			e.afterBackground(e.watchdogSample(), c.sampleFn)
