@@ -92,7 +92,7 @@ func (b *Backend) PodChurn(ctx context.Context, req ndst.PodChurnRequest) (*ndst
 	run := runPodChurn(ctx, req, p, names, hostNames, obs)
 	c := run.times(req)
 	if run.err == nil && len(run.deaths) > 0 {
-		run.err = obs.waitDrained(ctx, run.deaths, netnsGiveUp(len(run.deaths)))
+		run.err = obs.waitDrained(ctx, run.deaths, run.lastDeathFloor(), netnsGiveUp(len(run.deaths)))
 	}
 	obs.reportChurn(c, run.deaths, run.t0, req)
 	res.Churn = c
@@ -300,6 +300,18 @@ func nextPodToDelete(pods int, next *int, ready, taken []bool, ending, making fu
 	}
 }
 
+// lastDeathFloor is the start of the delete whose return was the last death:
+// its namespace was queued for cleanup between the two.
+func (r *podRun) lastDeathFloor() int64 {
+	var floor, last int64
+	for j, e := range r.deleted {
+		if e != 0 && e >= last {
+			last, floor = e, e-r.delLat[j]
+		}
+	}
+	return floor
+}
+
 // sleepCtx sleeps d or until ctx is done.
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -343,7 +355,7 @@ func (o *backlogWatch) reportChurn(c *ndst.PodChurnTimes, deaths []int64, t0 int
 	u := &ndst.UnshareTimes{}
 	o.report(u, deaths, t0, nil)
 	c.Observed, c.PeakWaiting, c.DrainedNS, c.Batches, c.BatchSizes, c.BatchNS = u.Observed, u.PeakWaiting, u.DrainedNS, u.Batches, u.BatchSizes, u.BatchNS
-	pts, _, _, _, _, _, _ := backlogFromRuns(deaths, o.runs, t0)
+	pts, _, _, _, _, _, _ := backlogFromRuns(deaths, o.runs, t0, o.lastRunFloor())
 	if o.wq == nil {
 		pts = u.Backlog
 	}

@@ -96,11 +96,15 @@ func (b *Backend) Unshare(ctx context.Context, req ndst.UnshareRequest) (*ndst.R
 	}
 	var lat []int64
 	var deaths []int64
+	var floor, lastDeath int64 // when the last namespace to die can have been queued
 	for _, m := range w.made {
 		lat = append(lat, m.created-m.start)
 		times.CreatedNS = max(times.CreatedNS, m.created-t0)
 		times.ExitedNS = max(times.ExitedNS, m.exited-t0)
 		deaths = append(deaths, m.exited)
+		if m.exited >= lastDeath {
+			lastDeath, floor = m.exited, m.created // its thread exits after it has made it
+		}
 	}
 	times.Create = ndst.Summarize(lat)
 	if times.CreatedNS > 0 {
@@ -110,7 +114,7 @@ func (b *Backend) Unshare(ctx context.Context, req ndst.UnshareRequest) (*ndst.R
 	res.Latency = times.Create
 	res.WallNS = t1 - t0
 	if w.err == nil && len(deaths) > 0 {
-		w.err = obs.waitDrained(ctx, deaths, netnsGiveUp(len(deaths)))
+		w.err = obs.waitDrained(ctx, deaths, floor, netnsGiveUp(len(deaths)))
 	}
 	obs.report(times, deaths, t0, w.made)
 	res.Unshare = times
@@ -306,6 +310,10 @@ type backlogWatch struct {
 	slabBase int64
 	stop     chan struct{}
 	done     chan struct{}
+	// floor: the earliest time the last namespace to die can have been
+	// queued (waitDrained's), when hasFloor.
+	floor    int64
+	hasFloor bool
 }
 
 // startBacklogWatch opens the workqueue tracepoints and starts sampling
@@ -368,11 +376,15 @@ func (o *backlogWatch) close() {
 	}
 }
 
-// waitDrained waits until a cleanup run that started after the last death
-// has ended (tracepoints), or the slab count is back to its base, within
-// limit.
-func (o *backlogWatch) waitDrained(ctx context.Context, deaths []int64, limit time.Duration) error {
+// waitDrained waits until the cleanup has taken the last namespace that
+// died, within limit: from the tracepoints, a cleanup run that ended after it
+// (drainedBy), or the slab count back to its base. floor is the earliest
+// time the last namespace can have been queued for cleanup (the start of
+// the call whose return was its death): the call queues it before it
+// returns, so the run that takes it may start before the death is seen.
+func (o *backlogWatch) waitDrained(ctx context.Context, deaths []int64, floor int64, limit time.Duration) error {
 	last := slices.Max(deaths)
+	o.floor, o.hasFloor = floor, true
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		if err := ctx.Err(); err != nil {
@@ -380,10 +392,8 @@ func (o *backlogWatch) waitDrained(ctx context.Context, deaths []int64, limit ti
 		}
 		if o.wq != nil {
 			o.runs = o.wq.Poll()
-			for _, r := range o.runs {
-				if r.Start >= last && r.End > 0 {
-					return nil
-				}
+			if drainedBy(o.runs, last, floor, sender.Monotonic()) {
+				return nil
 			}
 		} else if o.slabBase >= 0 {
 			if n, err := netNamespaceObjs(); err == nil && n <= o.slabBase {
@@ -397,6 +407,30 @@ func (o *backlogWatch) waitDrained(ctx context.Context, deaths []int64, limit ti
 	return fmt.Errorf("%w: the cleanup of the namespaces had not ended %v after the last one died", ndst.ErrStuck, limit)
 }
 
+// drainSettle is how long after a cleanup run that may have taken the last
+// namespace no new run must have started: one queued while it ran starts
+// as soon as the worker is free.
+const drainSettle = 50 * time.Millisecond
+
+// drainedBy says whether runs show the cleanup done with the namespaces that
+// died by last (queued at floor or after) at now: a run that started at or
+// after last has ended; or a run that started at or after floor and was
+// still running at last has ended, drainSettle ago, with no run started
+// after it (a namespace queued during it gets a run of its own).
+func drainedBy(runs []wqtrace.Run, last, floor, now int64) bool {
+	var cand *wqtrace.Run
+	for i := range runs {
+		r := &runs[i]
+		if r.Start >= last && r.End > 0 {
+			return true
+		}
+		if r.Start >= floor && (cand == nil || r.Start > cand.Start) {
+			cand = r
+		}
+	}
+	return cand != nil && cand.End >= last && now-cand.End >= int64(drainSettle)
+}
+
 // report fills the backlog of times from the deaths and the runs (or the
 // slab samples), from t0.
 func (o *backlogWatch) report(u *ndst.UnshareTimes, deaths []int64, t0 int64, made []madeNs) {
@@ -405,7 +439,7 @@ func (o *backlogWatch) report(u *ndst.UnshareTimes, deaths []int64, t0 int64, ma
 	if o.wq != nil {
 		o.runs = o.wq.Poll()
 	}
-	pts, peak, peakAt, drained, batches, sizes, durs := backlogFromRuns(deaths, o.runs, t0)
+	pts, peak, peakAt, drained, batches, sizes, durs := backlogFromRuns(deaths, o.runs, t0, o.lastRunFloor())
 	if o.wq != nil {
 		u.Observed = "workqueue tracepoints"
 		u.Backlog, u.PeakWaiting, u.PeakNS = ndst.ThinBacklog(pts, ndst.MaxBacklogPoints), peak, peakAt
@@ -455,13 +489,21 @@ func (o *backlogWatch) addSlabLive(pts []ndst.BacklogPoint, t0 int64) {
 	}
 }
 
+// lastRunFloor is backlogFromRuns' floor: -1 when waitDrained did not run.
+func (o *backlogWatch) lastRunFloor() int64 {
+	if !o.hasFloor {
+		return -1
+	}
+	return o.floor
+}
+
 // backlogFromRuns is the waiting count over time from the namespaces'
 // deaths and the cleanup runs: a run takes every namespace that died
 // before it started and not taken yet, and frees them when it ends. It
 // returns the points (from t0), the peak and when, when the last taken
 // was freed (-1: not all were), and the runs that took any, their sizes
 // and durations.
-func backlogFromRuns(deaths []int64, runs []wqtrace.Run, t0 int64) ([]ndst.BacklogPoint, int, int64, int64, int, []int, []int64) {
+func backlogFromRuns(deaths []int64, runs []wqtrace.Run, t0, floor int64) ([]ndst.BacklogPoint, int, int64, int64, int, []int, []int64) {
 	d := slices.Clone(deaths)
 	slices.Sort(d)
 	type ev struct {
@@ -476,11 +518,25 @@ func backlogFromRuns(deaths []int64, runs []wqtrace.Run, t0 int64) ([]ndst.Backl
 	drained := int64(-1)
 	var sizes []int
 	var durs []int64
-	for _, r := range runs {
+	// The run that takes the last namespace may start before its death is
+	// seen (see drainedBy): the latest run that started at floor or after
+	// and ended after the last death takes what is left.
+	lastRun := -1
+	if floor >= 0 && len(d) > 0 {
+		for i, r := range runs {
+			if r.Start >= floor && r.End >= d[len(d)-1] && (lastRun < 0 || r.Start > runs[lastRun].Start) {
+				lastRun = i
+			}
+		}
+	}
+	for i, r := range runs {
 		if r.End == 0 || r.Start < t0 {
 			continue
 		}
 		k, _ := slices.BinarySearch(d, r.Start)
+		if i == lastRun {
+			k = len(d)
+		}
 		if n := k - taken; n > 0 {
 			evs = append(evs, ev{r.End, -n})
 			sizes = append(sizes, n)
