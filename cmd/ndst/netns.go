@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -208,35 +207,8 @@ func (g *globalOptions) netnsTimed(creates bool, what string, op func(context.Co
 		return err
 	}
 	defer b.Close()
-	finish, err := g.startRealTrace()
-	if err != nil {
-		p.stop()
-		return err
-	}
-	res, err := op(ctx, nb)
-	if terr := finish(res); terr != nil && err == nil {
-		err = terr
-	}
-	p.stop()
-	if res == nil {
-		if errors.Is(err, context.Canceled) {
-			return errors.New("interrupted; nothing was changed")
-		}
-		return err
-	}
-	var perr error
-	if g.json {
-		perr = writeJSON(g.stdout, res)
-	} else {
-		perr = writeNetnsText(g.stdout, res, summary, textDetail{counters: g.verbose > 0 || g.counters, kernelLog: g.verbose > 0})
-	}
-	if perr != nil {
-		return perr
-	}
-	if err != nil {
-		return &failedError{err}
-	}
-	return nil
+	return g.finishTimed(ctx, p, func(ctx context.Context) (*ndst.Result, error) { return op(ctx, nb) },
+		func(w io.Writer, r *ndst.Result, v textDetail) error { return writeNetnsText(w, r, summary, v) })
 }
 
 // writeNetnsText prints a namespace command's result: what was done, the

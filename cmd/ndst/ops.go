@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -201,6 +202,12 @@ func newListCmd(g *globalOptions) *cobra.Command {
 //
 // what says what the command is doing, for the progress line.
 func (g *globalOptions) timed(creates bool, what string, op func(context.Context, ndst.Backend) (*ndst.Result, error)) error {
+	return g.timedAs(creates, what, op, writeResultText)
+}
+
+// timedAs is timed with the result's text form written by write (JSON with
+// --json): the commands whose results have a form of their own.
+func (g *globalOptions) timedAs(creates bool, what string, op func(context.Context, ndst.Backend) (*ndst.Result, error), write func(io.Writer, *ndst.Result, textDetail) error) error {
 	ctx, cancel := signalContext()
 	defer cancel()
 	p := g.startProgress(what)
@@ -210,12 +217,18 @@ func (g *globalOptions) timed(creates bool, what string, op func(context.Context
 		return err
 	}
 	defer b.Close()
+	return g.finishTimed(ctx, p, func(ctx context.Context) (*ndst.Result, error) { return op(ctx, b) }, write)
+}
+
+// finishTimed runs op with the real kernel's --trace around it, stops the
+// progress line, prints the result and maps failures to exit codes.
+func (g *globalOptions) finishTimed(ctx context.Context, p *progress, op func(context.Context) (*ndst.Result, error), write func(io.Writer, *ndst.Result, textDetail) error) error {
 	finish, err := g.startRealTrace()
 	if err != nil {
 		p.stop()
 		return err
 	}
-	res, err := op(ctx, b)
+	res, err := op(ctx)
 	if terr := finish(res); terr != nil && err == nil {
 		err = terr
 	}
@@ -226,7 +239,13 @@ func (g *globalOptions) timed(creates bool, what string, op func(context.Context
 		}
 		return err
 	}
-	if perr := g.printResult(res); perr != nil {
+	var perr error
+	if g.json {
+		perr = writeJSON(g.stdout, res)
+	} else {
+		perr = write(g.stdout, res, textDetail{counters: g.verbose > 0 || g.counters, kernelLog: g.verbose > 0})
+	}
+	if perr != nil {
 		return perr
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -63,41 +62,14 @@ func (g *globalOptions) podChurn(p *podChurnFlags) error {
 	if err := req.Normalize(); err != nil {
 		return err
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	pr := g.startProgress(fmt.Sprintf("churn --netns: %g pods a second for %v %s", req.Rate, req.For, g.where()))
-	b, err := g.openBackend(ctx, g.backend == "netlink")
-	if err != nil {
-		pr.stop()
-		return err
-	}
-	defer b.Close()
-	cb, ok := b.(ndst.PodChurnBackend)
-	if !ok {
-		pr.stop()
-		return ndst.Usagef("--backend %s has no churn --netns", g.backend)
-	}
-	res, err := cb.PodChurn(ctx, req)
-	pr.stop()
-	if res == nil {
-		if errors.Is(err, context.Canceled) {
-			return errors.New("interrupted; nothing was changed")
-		}
-		return err
-	}
-	var perr error
-	if g.json {
-		perr = writeJSON(g.stdout, res)
-	} else {
-		perr = writePodChurnText(g.stdout, res, textDetail{counters: g.verbose > 0 || g.counters, kernelLog: g.verbose > 0})
-	}
-	if perr != nil {
-		return perr
-	}
-	if err != nil {
-		return &failedError{err}
-	}
-	return nil
+	return g.timedAs(g.backend == "netlink", fmt.Sprintf("churn --netns: %g pods a second for %v %s", req.Rate, req.For, g.where()),
+		func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+			cb, ok := b.(ndst.PodChurnBackend)
+			if !ok {
+				return nil, ndst.Usagef("--backend %s has no churn --netns", g.backend)
+			}
+			return cb.PodChurn(ctx, req)
+		}, writePodChurnText)
 }
 
 func writePodChurnText(w io.Writer, r *ndst.Result, v textDetail) error {

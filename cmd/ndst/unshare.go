@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -68,41 +67,14 @@ func (g *globalOptions) unshareTimed(req ndst.UnshareRequest) error {
 	if !unshareBackends[g.backend] {
 		return ndst.Usagef("--backend %s has no unshare; the emulated kernel (--backend sim) and the netlink backend have it", g.backend)
 	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	p := g.startProgress(fmt.Sprintf("unshare: %d namespaces by %d workers %s", req.Count, req.Parallel, g.where()))
-	b, err := g.openBackend(ctx, g.backend == "netlink")
-	if err != nil {
-		p.stop()
-		return err
-	}
-	defer b.Close()
-	ub, ok := b.(ndst.UnshareBackend)
-	if !ok {
-		p.stop()
-		return ndst.Usagef("--backend %s has no unshare", g.backend)
-	}
-	res, err := ub.Unshare(ctx, req)
-	p.stop()
-	if res == nil {
-		if errors.Is(err, context.Canceled) {
-			return errors.New("interrupted; nothing was changed")
-		}
-		return err
-	}
-	var perr error
-	if g.json {
-		perr = writeJSON(g.stdout, res)
-	} else {
-		perr = writeUnshareText(g.stdout, res, textDetail{counters: g.verbose > 0 || g.counters, kernelLog: g.verbose > 0})
-	}
-	if perr != nil {
-		return perr
-	}
-	if err != nil {
-		return &failedError{err}
-	}
-	return nil
+	return g.timedAs(g.backend == "netlink", fmt.Sprintf("unshare: %d namespaces by %d workers %s", req.Count, req.Parallel, g.where()),
+		func(ctx context.Context, b ndst.Backend) (*ndst.Result, error) {
+			ub, ok := b.(ndst.UnshareBackend)
+			if !ok {
+				return nil, ndst.Usagef("--backend %s has no unshare", g.backend)
+			}
+			return ub.Unshare(ctx, req)
+		}, writeUnshareText)
 }
 
 // writeUnshareText prints an unshare's result: the creations, the backlog
