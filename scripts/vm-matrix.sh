@@ -17,8 +17,8 @@
 # kernel boots (from its config, as scripts/vm-run.sh --fetch-only reports
 # it: a PREEMPT_DYNAMIC kernel none, voluntary and full on its command line,
 # an RT kernel rt only; --preempt keeps only the models listed), one boot:
-# scripts/vm-predict.sh calibrates ndst inside the guest (ndst --json
-# calibrate), adds and deletes N dummy devices, batched and one by one, for
+# scripts/vm-predict.sh calibrates ndst inside the guest (its device costs:
+# ndst --json calibrate --no-netns --no-workloads), adds and deletes N dummy devices, batched and one by one, for
 # each N of --count, and predicts each delete on the host with the emulated
 # kernel of the line the guest's calibration chose from its release
 # (ndst predict --from-guest). vmrig/matrixtable then prints one Markdown

@@ -9,8 +9,11 @@
 #                         [--count 100,1000] [--timeout S] [--log FILE] [--json] [-- VM-RUN-OPTIONS...]
 #
 # Boots the guest once (scripts/vm-run.sh), calibrates ndst inside it
-# ('ndst calibrate': membarrier grace periods, per-device CPU costs from
-# small runs), then adds and deletes N real dummy devices, batched and one
+# ('ndst calibrate --no-netns --no-workloads': membarrier grace periods and
+# the per-device CPU costs from small runs, all that a device delete's
+# prediction uses; the namespace and workload runs would add minutes to
+# each boot, and their closure would gate predictions that do not use
+# them), then adds and deletes N real dummy devices, batched and one
 # by one, for each N. Back on the host, 'ndst predict --from-guest' runs the
 # emulated kernel of the guest's line (the one its calibration chose from its
 # kernel release) with the guest's calibration, HZ, CPU count and preemption
@@ -39,7 +42,7 @@
 # --param NAME=VALUE checks a boot-time lever: the guest boots twice, as it
 # is and with NAME=VALUE on its kernel command line (vm-run.sh --append; the
 # parameters of every --param together), and each boot calibrates (its
-# device costs: calibrate --no-netns) and then adds and deletes the devices
+# device costs: calibrate --no-netns --no-workloads) and then adds and deletes the devices
 # as above, --runs R times each (default 1; the medians are compared, and a
 # change within the runs' spread counts as no effect). On the host, 'ndst --param NAME=VALUE predict --from-guest
 # WITHOUT --measured-in WITH' predicts both boots' deletes with the first
@@ -208,7 +211,7 @@ rigargs=(--cpus "$cpus" --timeout "$timeout")
 
 if [ ${#params[@]} -gt 0 ]; then
   # The device costs only: the namespace runs would add minutes to each boot.
-  cmds=(--json calibrate --no-netns)
+  cmds=(--json calibrate --no-netns --no-workloads)
   IFS=, read -ra ns <<<"$counts"
   for n in "${ns[@]}"; do
     for ((r = 0; r < runs; r++)); do
@@ -247,7 +250,7 @@ if [ ${#params[@]} -gt 0 ]; then
 fi
 
 if [ "$netns" = 0 ]; then
-  cmds=(--json calibrate)
+  cmds=(--json calibrate --no-netns --no-workloads)
   IFS=, read -ra ns <<<"$counts"
   for n in "${ns[@]}"; do
     cmds+=(';;' --json add "$n" ';;' --json del 1 2147483647)
