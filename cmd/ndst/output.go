@@ -17,14 +17,6 @@ import (
 	"github.com/ndst-project/ndst/ndst"
 )
 
-// printResult renders one timed command, as text or as one JSON object.
-func (g *globalOptions) printResult(r *ndst.Result) error {
-	if g.json {
-		return writeJSON(g.stdout, r)
-	}
-	return writeResultText(g.stdout, r, textDetail{counters: g.verbose > 0 || g.counters, kernelLog: g.verbose > 0})
-}
-
 // noteSet remembers the notes a command printed on stderr, so that a note
 // that many runs of one command raise (a calibration's dozen real deletes,
 // each saying how it timed the cleanup) is read once.
