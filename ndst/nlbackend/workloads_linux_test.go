@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,12 +235,16 @@ func TestNetnsAddrsReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ns.Close()
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
+		ns.Close()
 		t.Fatal(err)
 	}
-	defer h.Close()
+	// The socket and the namespace file held here keep the namespace alive:
+	// they are let go of before its delete waits for its cleanup.
+	var once sync.Once
+	release := func() { once.Do(func() { h.Close(); ns.Close() }) }
+	t.Cleanup(release)
 	links, err := h.LinkList()
 	if err != nil {
 		t.Fatal(err)
@@ -271,6 +276,7 @@ func TestNetnsAddrsReal(t *testing.T) {
 	if up != 2 {
 		t.Errorf("%d links up in %s, want 2", up, tmpl.Name(1))
 	}
+	release()
 	if _, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 2, Template: tmpl}); err != nil {
 		t.Fatal(err)
 	}
