@@ -144,6 +144,10 @@ type Report struct {
 	GPByPhase []PhaseBucket `json:"gp_by_tick_phase,omitempty"`
 	// GPError says why grace periods could not be measured.
 	GPError string `json:"gp_error,omitempty"`
+	// Stalls is the stall probe's summary (stalls.go); StallsError says
+	// why there is none.
+	Stalls      *costs.Stalls `json:"stalls,omitempty"`
+	StallsError string        `json:"stalls_error,omitempty"`
 
 	Kind        string       `json:"kind"`
 	RoundTripNS int64        `json:"round_trip_ns"`
@@ -319,7 +323,8 @@ func (r *Report) buildTable(now time.Time) {
 			costs.UnregisterBatch: batch,
 		},
 		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: r.Host.Preempt,
-			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP, Knobs: r.Knobs, KnobsRead: r.Knobs != nil, DeviceKind: r.Kind},
+			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP, Knobs: r.Knobs, KnobsRead: r.Knobs != nil, DeviceKind: r.Kind,
+			Stalls: r.Stalls},
 		Extra: map[string]int64{
 			"create_per_device_ns":           r.CreateNS,
 			"netlink_round_trip_ns":          r.RoundTripNS,
@@ -378,6 +383,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "grace period:    not measured: %s\n", r.GPError)
 	}
+	b.WriteString(r.stallSummary())
 	fmt.Fprintf(&b, "netlink request: %s (a request the kernel rejects at once)\n", dur(r.RoundTripNS))
 	fmt.Fprintf(&b, "create (%s):    %s per device (median over %d devices)\n", r.Kind, dur(r.CreateNS), r.Creates)
 	b.WriteString("batched delete: ")

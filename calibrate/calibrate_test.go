@@ -261,6 +261,12 @@ func TestRunOnHost(t *testing.T) {
 	if err := r.Table.Validate(); err != nil {
 		t.Errorf("Run() table: %v", err)
 	}
+	switch {
+	case r.Stalls == nil && r.StallsError == "":
+		t.Errorf("Run() has neither a stall measurement nor a reason for its absence")
+	case r.Stalls != nil && (r.Table.Host.Stalls != r.Stalls || r.Stalls.SpunNS <= 0 || r.Stalls.CPUs != r.Host.CPUs):
+		t.Errorf("Run() stalls %+v (table %+v), want the probe's figures for %d CPUs in the table", r.Stalls, r.Table.Host.Stalls, r.Host.CPUs)
+	}
 	var buf bytes.Buffer
 	r.WriteText(&buf)
 	if ok, _ := regexp.MatchString(`(?m)^batched delete:  10 devices .*, 40 devices .* per device \+ .* per batch$`, buf.String()); !ok {

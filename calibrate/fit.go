@@ -68,8 +68,13 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 		note = "the calibrated host's preemption model: " + note
 	}
 	params, _ := HostParams(h) // the host's knobs (knobs.go)
-	return emu.Config{Profile: h.Profile, RCU: h.RCU, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Ephemeral: true,
-		Params: params, ParamsFrom: "the cost table's host", MachineNote: note}, nil
+	c := emu.Config{Profile: h.Profile, RCU: h.RCU, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Ephemeral: true,
+		Params: params, ParamsFrom: "the cost table's host", MachineNote: note}
+	var stallNote string
+	if c.Stalls, stallNote = hostStalls(h); stallNote != "" { // stalls.go
+		c.MachineNotes = append(c.MachineNotes, stallNote)
+	}
+	return c, nil
 }
 
 // HostModel is the emulated kernel configured as the host a cost table was

@@ -62,6 +62,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.GPError = err.Error()
 	}
 
+	progress("stalls (a pinned thread spinning on each CPU)")
+	if err := r.measureStalls(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.StallsError = err.Error()
+	}
+
 	progress("netlink round trips")
 	rts, err := b.RoundTrips(o.RoundTrips)
 	if err != nil {

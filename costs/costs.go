@@ -98,6 +98,60 @@ type Host struct {
 	// DeviceKind is the link kind of the calibration's devices ("dummy",
 	// or "ifb" where the kernel has no dummy); "" in an older table.
 	DeviceKind string `json:"device_kind,omitempty"`
+	// Stalls is what the stall probe measured (package stallprobe): how
+	// often, and how long, a CPU of the machine ran nothing at all (a
+	// virtual CPU its host did not run). A table without it (written
+	// before stalls were measured) models a machine without stalls.
+	Stalls *Stalls `json:"stalls,omitempty"`
+}
+
+// Stalls summarises the stall probe's run: per CPU a pinned thread spun on
+// the clock, and every gap between two readings above ThresholdNS was a
+// stall.
+type Stalls struct {
+	ThresholdNS int64 `json:"threshold_ns"`
+	// Policy is the scheduling policy the probe's threads spun under.
+	Policy string `json:"policy,omitempty"`
+	CPUs   int    `json:"cpus"`
+	// SpunNS is the probe's spinning time, summed over the CPUs; Count
+	// the stalls in it and StalledNS their total length.
+	SpunNS    int64 `json:"spun_ns"`
+	Count     int   `json:"count"`
+	StalledNS int64 `json:"stalled_ns"`
+	// PerSecond is the stall rate per second of a CPU's running time
+	// (spun less stalled).
+	PerSecond float64 `json:"per_cpu_second"`
+	// QuantilesNS are the stall lengths at 0, 5, ..., 100% (ascending);
+	// empty without stalls.
+	QuantilesNS []int64 `json:"quantiles_ns,omitempty"`
+}
+
+// Stall bounds a table may hold: a stall every 100 µs at most, none longer
+// than a second.
+const (
+	MaxStallRate = 10000
+	MaxStallNS   = 1_000_000_000
+)
+
+// Validate checks a stall summary.
+func (s *Stalls) Validate() error {
+	switch {
+	case s.PerSecond < 0 || s.PerSecond > MaxStallRate || s.PerSecond != s.PerSecond:
+		return fmt.Errorf("stall rate %g per CPU-second: want 0 to %d", s.PerSecond, MaxStallRate)
+	case s.PerSecond > 0 && len(s.QuantilesNS) == 0:
+		return fmt.Errorf("a stall rate of %g per CPU-second needs the stall lengths (quantiles_ns)", s.PerSecond)
+	case s.Count < 0 || s.SpunNS < 0 || s.StalledNS < 0 || s.StalledNS > s.SpunNS:
+		return fmt.Errorf("stall counts must not be negative, and the stalled time (%d ns) not above the spun time (%d ns)", s.StalledNS, s.SpunNS)
+	}
+	for i, q := range s.QuantilesNS {
+		if q <= 0 || q > MaxStallNS {
+			return fmt.Errorf("stall length %d ns: want above 0 and at most %d ns (1 s)", q, int64(MaxStallNS))
+		}
+		if i > 0 && q < s.QuantilesNS[i-1] {
+			return fmt.Errorf("stall quantiles must ascend (%d ns after %d ns)", q, s.QuantilesNS[i-1])
+		}
+	}
+	return nil
 }
 
 // HostKnob is one kernel knob of a calibrated host.
@@ -204,6 +258,11 @@ const MaxCost = 1_000_000_000
 // Validate checks that every named operation is known and costs 0..MaxCost.
 func (t *Table) Validate() error {
 	if t.Host != nil {
+		if s := t.Host.Stalls; s != nil {
+			if err := s.Validate(); err != nil {
+				return fmt.Errorf("host stalls: %v", err)
+			}
+		}
 		for _, k := range t.Host.Knobs {
 			if k.Value == "" {
 				continue

@@ -1,5 +1,7 @@
 package sim
 
+import "math/rand/v2"
+
 // CPU is one simulated processor: the task it runs, its run queue, its tick,
 // its timer wheel and its pending softirqs.
 type CPU struct {
@@ -31,6 +33,12 @@ type CPU struct {
 	irqResume *Event
 	// resumeEv is irqResume's event, armed again each time.
 	resumeEv Event
+	// stallUntil is when the CPU's current stall ends, stallRand the
+	// source of its stall process, tickLate that the pending tick is one
+	// a stall delayed (stall.go).
+	stallUntil Time
+	stallRand  *rand.Rand
+	tickLate   bool
 	// inIRQ is set while interrupt code (the tick, its softirqs) runs;
 	// irqBase is the CPU's clock when it began and irqSpent the work done
 	// since, so that Clock() advances inside an interrupt.
@@ -69,6 +77,10 @@ type CPU struct {
 	// done at interrupt exit, whether it interrupted a task or idle.
 	Busy     [numModes]Time
 	Switches int64
+	// Stalled is the time the CPU did not run at all, in StallCount
+	// stalls (stall.go); not in Busy.
+	Stalled    Time
+	StallCount int64
 	// IdleEntries counts the CPU's passages into the idle loop (what RCU's
 	// dynticks counter sees: a context switch between tasks is none).
 	IdleEntries int64
@@ -293,6 +305,9 @@ func (c *CPU) ensureTick() {
 		want = max(c.e.JiffyStart(fire), next)
 	}
 	if c.tickEv != nil {
+		if c.tickLate {
+			return // a tick a stall delayed comes when the stall ends (stall.go)
+		}
 		if want == c.tickAt || c.tickAt <= c.e.now { // as wanted, or due this instant
 			return
 		}
@@ -327,7 +342,12 @@ func (c *CPU) hooksNeedTick() bool {
 
 // tick is the periodic timer interrupt.
 func (c *CPU) tick() {
-	c.tickEv = nil
+	if c.stalled() { // it fires when the stall ends (stall.go)
+		c.tickAt, c.tickLate = c.stallUntil, true
+		c.e.arm(c.tickEv, c.tickAt)
+		return
+	}
+	c.tickEv, c.tickLate = nil, false
 	c.e.stats.Ticks++
 	if c.e.trace != nil {
 		c.e.TraceInstant(c.ID, "irq", "tick", nil)

@@ -147,6 +147,10 @@ type Config struct {
 	// fast-forwarding over the ones its hooks certify steady (steady.go):
 	// the same results, slower; for the tests that show they are the same.
 	EveryTick bool
+	// Stalls is the machine's stall process: times when a CPU runs
+	// nothing at all (a virtual CPU its host does not run; stall.go). The
+	// zero value has none.
+	Stalls Stalls
 	// Costs of the engine's own operations.
 	ContextSwitch Time // one task switch on a CPU
 	TickCost      Time // one tick interrupt, without the softirqs it raises
@@ -174,7 +178,7 @@ func (c Config) Validate() error {
 	case c.Jitter < 0 || c.Jitter >= 1:
 		return fmt.Errorf("jitter must be in [0, 1), got %g", c.Jitter)
 	}
-	return nil
+	return c.Stalls.Validate()
 }
 
 // DefaultWatchdog is the modern soft-lockup threshold: 2 * watchdog_thresh.
@@ -553,6 +557,7 @@ func (e *Engine) Stop(err error) {
 func (e *Engine) Run() error {
 	for _, c := range e.cpus {
 		c.ensureTick()
+		c.startStalls()
 	}
 	for e.stopErr == nil && e.live > 0 {
 		if e.nextEventAt() < 0 {

@@ -52,6 +52,10 @@ func (c *CPU) fairWaiting() bool {
 
 // hrtick is the timer's interrupt: the running task's slice is over.
 func (c *CPU) hrtick() {
+	if c.stalled() { // it fires when the stall ends (stall.go)
+		c.hrtickEv = c.e.At(c.stallUntil, c.hrtickFn)
+		return
+	}
 	c.hrtickEv = nil
 	t := c.curr
 	if t == nil || t.rt || !c.fairWaiting() {

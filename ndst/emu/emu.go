@@ -98,6 +98,10 @@ type Config struct {
 	// host); MachineNotes are remarks about it. Both go to the results.
 	MachineNote  string
 	MachineNotes []string
+	// Stalls is the machine's stall process (sim.Stalls): the stall
+	// probe's figures of a calibrated machine (calibrate.HostModel); the
+	// zero value has none.
+	Stalls sim.Stalls
 	// MaxEvents bounds the events one command's run may execute (0:
 	// DefaultMaxEvents), so that no setting can make a run take hours of
 	// CPU (see BudgetError).
@@ -342,6 +346,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	scfg := sim.Config{
 		HZ: r.cfg.HZ, CPUs: r.cfg.CPUs, Preempt: r.preempt, Seed: r.cfg.Seed,
 		Watchdog: wd, Jitter: r.cfg.Jitter, NoPhases: r.cfg.NoPhases, EveryTick: r.cfg.EveryTick,
+		Stalls:        r.cfg.Stalls,
 		ContextSwitch: sim.Time(r.costs.Lookup(costs.ContextSwitch)),
 		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
 	}
@@ -821,6 +826,15 @@ func counters(k *kernel) map[string]int64 {
 		m["wake_from_gp_latched"] = rs.WakeFromGPLatched
 	}
 	addrCounters(ns, m)
+	// A stalling machine's counters exist only where it stalls.
+	if k.e.Config().Stalls.Enabled() {
+		var n, d int64
+		for _, c := range k.e.CPUs() {
+			n, d = n+c.StallCount, d+int64(c.Stalled)
+		}
+		m["machine_stalls"] = n
+		m["machine_stalled_ns"] = d
+	}
 	// Lazy RCU's counters exist only where a run had lazy callbacks.
 	if rs.LazyCallbacks > 0 {
 		m["lazy_callbacks"] = rs.LazyCallbacks

@@ -1,0 +1,143 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Stalls: a machine whose CPUs sometimes do not run at all.
+//
+// A virtual CPU is a thread of its host: while the host does not run that
+// thread (under qemu's TCG emulation, on a host with fewer free cores than
+// the guest has vCPUs), the guest's CPU executes nothing, not even its
+// interrupts. Bare metal has no such gaps beyond its interrupt handlers
+// (microseconds). `ndst calibrate` measures them (package stallprobe) and
+// the cost table's host section carries the rate and the durations; a
+// machine without them has no stalls and runs exactly as before (no event,
+// no draw).
+//
+// The stall process of each CPU is a renewal process in virtual time:
+// after each stall ends, the next one begins after an exponential gap of
+// mean 1/PerSecond; its length is drawn from the measured durations. Each
+// CPU draws from its own source seeded from Config.Seed and its number, so
+// the stalls do not depend on what the model does, and never on the wall
+// clock.
+//
+// During a stall on CPU c (stallBegin):
+//   - the running task's charge, or its pending switch-in, ends that much
+//     later, and a task woken onto an idle c starts after the stall (the
+//     stall is added to irqBusyUntil, as interrupt work is, but it is not
+//     counted as interrupt work: CPU.Stalled counts it);
+//   - a tick due in the stall fires when it ends, once: the tick's hrtimer
+//     is forwarded past the periods it missed (6.1 kernel/time/tick-sched.c
+//     tick_sched_timer, l.1487-1512: hrtimer_forward(timer, now, TICK_NSEC)
+//     after one tick_sched_handle), and the timers that came due meanwhile
+//     run from that one tick's softirq. The engine's jiffies are the time's
+//     (Engine.Jiffies): when the late tick runs they are what the kernel's
+//     tick_do_update_jiffies64 makes of them, catching up every missed
+//     period in one step (l.103-118: ticks += delta / TICK_NSEC). What the
+//     engine does not model is the lag in between when the stalled CPU
+//     holds the do_timer duty (l.209: only tick_do_timer_cpu updates
+//     jiffies): the other CPU then reads the old jiffies until the late
+//     tick;
+//   - the scheduler's slice hrtimer (hrtick.go), due in it, fires at its end.
+//
+// An idle CPU stalls too (its vCPU thread is as likely to be off the
+// host's CPU), which matters only to the wake-ups that land in its stalls.
+
+// Stalls describes a machine's stall process; the zero value has none.
+type Stalls struct {
+	// PerSecond is the rate of stalls per second of a CPU's running time.
+	PerSecond float64
+	// Durations are the measured stall lengths, as quantiles at equal
+	// steps of probability from the shortest to the longest (ascending);
+	// a stall's length is drawn uniformly between two neighbours.
+	Durations []Time
+}
+
+// Enabled reports whether the machine stalls at all.
+func (s Stalls) Enabled() bool { return s.PerSecond > 0 }
+
+// MaxStallRate bounds Stalls.PerSecond: a stall every 100 µs.
+const MaxStallRate = 10000
+
+// MaxStall bounds one stall's length.
+const MaxStall = Second
+
+// Validate checks the stall description.
+func (s Stalls) Validate() error {
+	switch {
+	case s.PerSecond < 0 || s.PerSecond > MaxStallRate || math.IsNaN(s.PerSecond):
+		return fmt.Errorf("stall rate must be between 0 and %d per second, got %g", MaxStallRate, s.PerSecond)
+	case s.PerSecond > 0 && len(s.Durations) == 0:
+		return fmt.Errorf("a stall rate of %g per second needs stall durations", s.PerSecond)
+	}
+	for i, d := range s.Durations {
+		if d <= 0 || d > MaxStall {
+			return fmt.Errorf("stall duration %v must be above 0 and at most %v", d, MaxStall)
+		}
+		if i > 0 && d < s.Durations[i-1] {
+			return fmt.Errorf("stall durations must be ascending (%v after %v)", d, s.Durations[i-1])
+		}
+	}
+	return nil
+}
+
+// draw returns one stall length from the durations' quantiles.
+func (s Stalls) draw(r *rand.Rand) Time {
+	q := s.Durations
+	if len(q) == 1 {
+		return q[0]
+	}
+	x := r.Float64() * float64(len(q)-1)
+	i := int(x)
+	if i >= len(q)-1 {
+		return q[len(q)-1]
+	}
+	return q[i] + Time((x-float64(i))*float64(q[i+1]-q[i]))
+}
+
+// gap returns the running time until the next stall.
+func (s Stalls) gap(r *rand.Rand) Time {
+	return Time(r.ExpFloat64() / s.PerSecond * float64(Second))
+}
+
+// startStalls arms the CPU's first stall, once per engine.
+func (c *CPU) startStalls() {
+	s := c.e.cfg.Stalls
+	if !s.Enabled() || c.stallRand != nil {
+		return
+	}
+	c.stallRand = rand.New(rand.NewPCG(c.e.cfg.Seed^0x57a115eed, uint64(c.ID)+1))
+	c.e.afterBackground(s.gap(c.stallRand), c.stallBegin)
+}
+
+// stallBegin is a stall's start: the CPU runs nothing until stallUntil.
+func (c *CPU) stallBegin() {
+	s := c.e.cfg.Stalls
+	d := s.draw(c.stallRand)
+	c.stallUntil = c.e.now + d
+	c.Stalled += d
+	c.StallCount++
+	c.irqBusyUntil = max(c.irqBusyUntil, c.e.now) + d
+	if t := c.curr; t != nil {
+		switch {
+		case t.chargeEv != nil:
+			t.stretch(d)
+		case t.dispatchEv != nil && !t.dispatchEv.cancelled:
+			c.e.reschedule(t.dispatchEv, t.dispatchEv.at+d)
+		}
+	}
+	if c.e.trace != nil {
+		c.e.emit(TraceEvent{Name: "stall", Cat: "stall", Ph: "X", Ts: us(c.e.now), Dur: us(d), Pid: tracePidCPUs, Tid: c.ID})
+	}
+	c.e.afterBackground(d+s.gap(c.stallRand), c.stallBegin)
+}
+
+// stalled reports whether the CPU is in a stall now.
+func (c *CPU) stalled() bool { return c.stallUntil > c.e.now }
+
+// StalledUntil returns when the CPU's current stall ends (at or before now:
+// it is not stalled).
+func (c *CPU) StalledUntil() Time { return c.stallUntil }

@@ -1,0 +1,98 @@
+package stallprobe
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fifoPriority is the probe threads' SCHED_FIFO priority: the lowest, so
+// that the kernel's own real-time threads (a PREEMPT_RT kernel's interrupt
+// threads, rcuc, ktimers) still preempt them and count as what they are.
+const fifoPriority = 1
+
+// Run probes every CPU the process may run on, all at once (see the
+// package doc).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("stall probe: sched_getaffinity: %w", err)
+	}
+	var cpus []int
+	for i := 0; len(cpus) < set.Count(); i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("stall probe: no CPU in the process's affinity mask")
+	}
+	r := &Result{ThresholdNS: int64(o.Threshold), CPUs: make([]CPU, len(cpus))}
+	policies := make([]string, len(cpus))
+	errs := make([]error, len(cpus))
+	var wg sync.WaitGroup
+	for i, cpu := range cpus {
+		r.CPUs[i] = CPU{CPU: cpu, Durations: make([]int64, 0, 4096)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Locked and never unlocked: Go ends the thread when the
+			// goroutine returns, with its affinity and policy.
+			runtime.LockOSThread()
+			policies[i], errs[i] = probeCPU(ctx, &r.CPUs[i], o)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	r.Policy = policies[0]
+	return r, nil
+}
+
+// probeCPU pins the calling (locked) thread to c.CPU, raises it to
+// SCHED_FIFO where permitted, and spins o.Windows windows.
+func probeCPU(ctx context.Context, c *CPU, o Options) (string, error) {
+	var one unix.CPUSet
+	one.Set(c.CPU)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		return "", fmt.Errorf("stall probe: pin to CPU %d: %w", c.CPU, err)
+	}
+	policy := "SCHED_OTHER"
+	old, err := unix.SchedGetAttr(0, 0)
+	if err == nil && os.Geteuid() == 0 {
+		fifo := unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: fifoPriority}
+		if err := unix.SchedSetAttr(0, &fifo, 0); err == nil {
+			policy = fmt.Sprintf("SCHED_FIFO %d", fifoPriority)
+			defer unix.SchedSetAttr(0, old, 0) //nolint:errcheck // the thread ends anyway
+		} else {
+			policy += fmt.Sprintf(" (SCHED_FIFO refused: %v; ordinary tasks that ran on the CPU count as stalls)", err)
+		}
+	} else {
+		policy += " (not root: ordinary tasks that ran on the CPU count as stalls)"
+	}
+	for w := range o.Windows {
+		if ctx.Err() != nil {
+			return policy, nil
+		}
+		if w > 0 {
+			time.Sleep(o.Pause)
+		}
+		spin(c, o.Window, o.Threshold)
+	}
+	return policy, nil
+}

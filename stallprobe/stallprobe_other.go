@@ -1,0 +1,13 @@
+//go:build !linux
+
+package stallprobe
+
+import (
+	"context"
+	"errors"
+)
+
+// Run is Linux only: it pins threads to CPUs with sched_setaffinity.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	return nil, errors.New("stall probe: needs Linux (sched_setaffinity)")
+}

@@ -1,0 +1,62 @@
+package stallprobe
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestResultFigures(t *testing.T) {
+	r := &Result{CPUs: []CPU{
+		{CPU: 0, SpunNS: 1_000_000_000, Stalls: 2, StalledNS: 300_000, Durations: []int64{100_000, 200_000}},
+		{CPU: 1, SpunNS: 1_000_000_000, Stalls: 1, StalledNS: 700_000, Durations: []int64{700_000}},
+	}}
+	// 3 stalls in 2 s less 1 ms of stalls.
+	if got, want := r.PerSecond(), 3/1.999; got < want-1e-9 || got > want+1e-9 {
+		t.Errorf("PerSecond = %g, want %g", got, want)
+	}
+	if got := r.StalledFraction(); got != 0.0005 {
+		t.Errorf("StalledFraction = %g, want 0.0005", got)
+	}
+	if got, want := r.Quantiles(2), []int64{100_000, 200_000, 700_000}; !slices.Equal(got, want) {
+		t.Errorf("Quantiles(2) = %v, want %v", got, want)
+	}
+	if q := (&Result{CPUs: []CPU{{SpunNS: 1e9}}}).Quantiles(4); q != nil || (&Result{}).PerSecond() != 0 {
+		t.Errorf("no stalls: quantiles %v", q)
+	}
+}
+
+func TestOptionsRejected(t *testing.T) {
+	for _, o := range []Options{{Windows: -1}, {Window: time.Second}, {Threshold: time.Nanosecond}, {Pause: -time.Millisecond}} {
+		if _, err := Run(context.Background(), o); err == nil {
+			t.Errorf("Run(%+v): no error", o)
+		}
+	}
+}
+
+// TestProbeRuns probes this machine briefly: every CPU spins its windows,
+// and what it counts adds up.
+func TestProbeRuns(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the probe is Linux only")
+	}
+	r, err := Run(context.Background(), Options{Windows: 2, Window: 10 * time.Millisecond, Pause: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.CPUs) == 0 || r.Policy == "" {
+		t.Fatalf("result %+v", r)
+	}
+	for _, c := range r.CPUs {
+		if c.SpunNS < int64(20*time.Millisecond) || c.Stalls != len(c.Durations) || c.StalledNS > c.SpunNS {
+			t.Errorf("CPU %d: spun %d ns, %d stalls (%d durations), %d ns stalled", c.CPU, c.SpunNS, c.Stalls, len(c.Durations), c.StalledNS)
+		}
+		for _, d := range c.Durations {
+			if d <= r.ThresholdNS || d > c.MaxNS {
+				t.Errorf("CPU %d: stall of %d ns, threshold %d, max %d", c.CPU, d, r.ThresholdNS, c.MaxNS)
+			}
+		}
+	}
+}
