@@ -17,9 +17,9 @@ import (
 // (sim.Stalls), as the guest's kernel does. Bare metal does not: its gaps
 // are interrupt handlers, below the probe's threshold.
 
-// stallQuantiles is how many steps of probability the table's stall
-// lengths are given at (0, 5, ..., 100%).
-const stallQuantiles = 20
+// stallGroups is how many equal-count groups of stall lengths the table
+// keeps the means of (costs.Stalls.LengthsNS).
+const stallGroups = 20
 
 // measureStalls runs the stall probe on every CPU and summarises it for the
 // table's host section.
@@ -29,7 +29,10 @@ func (r *Report) measureStalls(ctx context.Context) error {
 		return err
 	}
 	s := &costs.Stalls{ThresholdNS: p.ThresholdNS, Policy: p.Policy, CPUs: len(p.CPUs),
-		PerSecond: p.PerSecond(), QuantilesNS: p.Quantiles(stallQuantiles)}
+		PerSecond: p.PerSecond(), LengthsNS: p.Groups(stallGroups)}
+	if all := p.Sorted(); len(all) > 0 {
+		s.P50NS, s.P90NS, s.MaxNS = all[len(all)/2], all[len(all)*9/10], all[len(all)-1]
+	}
 	for _, c := range p.CPUs {
 		s.SpunNS += c.SpunNS
 		s.Count += c.Stalls
@@ -50,7 +53,7 @@ func hostStalls(h *costs.Host) (sim.Stalls, string) {
 		return sim.Stalls{}, "the cost table has no stall measurement (written before ndst calibrate measured stalls): the emulated machine never stalls"
 	}
 	out := sim.Stalls{PerSecond: s.PerSecond}
-	for _, q := range s.QuantilesNS {
+	for _, q := range s.LengthsNS {
 		out.Durations = append(out.Durations, sim.Time(q))
 	}
 	return out, ""
@@ -68,8 +71,8 @@ func (r *Report) stallSummary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stalls:          %d over %s of spinning on %d CPU(s) (gaps above %s, %s): %.0f per CPU-second, %.2f%% of the time",
 		s.Count, dur(s.SpunNS), s.CPUs, dur(s.ThresholdNS), s.Policy, s.PerSecond, 100*float64(s.StalledNS)/float64(max(1, s.SpunNS)))
-	if q := s.QuantilesNS; len(q) == stallQuantiles+1 {
-		fmt.Fprintf(&b, "; length p50 %s, p90 %s, max %s", dur(q[stallQuantiles/2]), dur(q[stallQuantiles*9/10]), dur(q[stallQuantiles]))
+	if s.Count > 0 {
+		fmt.Fprintf(&b, "; length mean %s, p50 %s, p90 %s, max %s", dur(s.StalledNS/int64(s.Count)), dur(s.P50NS), dur(s.P90NS), dur(s.MaxNS))
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -24,7 +24,7 @@ func TestHostModelStalls(t *testing.T) {
 		t.Errorf("no stalls in the table: model stalls %+v, notes %q", c.Stalls, c.MachineNotes)
 	}
 	h.Stalls = &costs.Stalls{ThresholdNS: 50_000, CPUs: 2, SpunNS: 2e9, Count: 400, StalledNS: 2e8,
-		PerSecond: 222, QuantilesNS: []int64{60_000, 400_000, 3_000_000}}
+		PerSecond: 222, LengthsNS: []int64{60_000, 400_000, 3_000_000}}
 	c, err = hostModel(h)
 	if err != nil {
 		t.Fatal(err)

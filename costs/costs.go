@@ -121,9 +121,16 @@ type Stalls struct {
 	// PerSecond is the stall rate per second of a CPU's running time
 	// (spun less stalled).
 	PerSecond float64 `json:"per_cpu_second"`
-	// QuantilesNS are the stall lengths at 0, 5, ..., 100% (ascending);
-	// empty without stalls.
-	QuantilesNS []int64 `json:"quantiles_ns,omitempty"`
+	// LengthsNS are the stalls sorted by length and cut into groups of
+	// equal count (20, fewer with fewer stalls): each group's mean length,
+	// ascending; empty without stalls. The emulated machine draws each
+	// stall's length as one of them, all as likely, so its stalls have
+	// the measured mean and spread.
+	LengthsNS []int64 `json:"lengths_ns,omitempty"`
+	// P50NS, P90NS and MaxNS describe the measured lengths.
+	P50NS int64 `json:"p50_ns,omitempty"`
+	P90NS int64 `json:"p90_ns,omitempty"`
+	MaxNS int64 `json:"max_ns,omitempty"`
 }
 
 // Stall bounds a table may hold: a stall every 100 µs at most, none longer
@@ -138,17 +145,17 @@ func (s *Stalls) Validate() error {
 	switch {
 	case s.PerSecond < 0 || s.PerSecond > MaxStallRate || s.PerSecond != s.PerSecond:
 		return fmt.Errorf("stall rate %g per CPU-second: want 0 to %d", s.PerSecond, MaxStallRate)
-	case s.PerSecond > 0 && len(s.QuantilesNS) == 0:
-		return fmt.Errorf("a stall rate of %g per CPU-second needs the stall lengths (quantiles_ns)", s.PerSecond)
+	case s.PerSecond > 0 && len(s.LengthsNS) == 0:
+		return fmt.Errorf("a stall rate of %g per CPU-second needs the stall lengths (lengths_ns)", s.PerSecond)
 	case s.Count < 0 || s.SpunNS < 0 || s.StalledNS < 0 || s.StalledNS > s.SpunNS:
 		return fmt.Errorf("stall counts must not be negative, and the stalled time (%d ns) not above the spun time (%d ns)", s.StalledNS, s.SpunNS)
 	}
-	for i, q := range s.QuantilesNS {
+	for i, q := range s.LengthsNS {
 		if q <= 0 || q > MaxStallNS {
 			return fmt.Errorf("stall length %d ns: want above 0 and at most %d ns (1 s)", q, int64(MaxStallNS))
 		}
-		if i > 0 && q < s.QuantilesNS[i-1] {
-			return fmt.Errorf("stall quantiles must ascend (%d ns after %d ns)", q, s.QuantilesNS[i-1])
+		if i > 0 && q < s.LengthsNS[i-1] {
+			return fmt.Errorf("stall lengths must ascend (%d ns after %d ns)", q, s.LengthsNS[i-1])
 		}
 	}
 	return nil

@@ -15,7 +15,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		string(def),
 		`{"source":"calibrate:6.1.0","costs_ns":{"register":300000,"unregister":250000,"free":6000,"unregister_batch":900000,"syscall":5000},"host":{"kernel":"6.1.0","hz":250,"cpus":2,"preempt":"none","gp_latency":{"n":10,"min_ns":1,"p50_ns":2,"mean_ns":3,"p99_ns":4,"max_ns":5}}}`,
-		`{"costs_ns":{},"host":{"hz":250,"cpus":2,"stalls":{"threshold_ns":50000,"cpus":2,"spun_ns":2000000000,"count":600,"stalled_ns":50000000,"per_cpu_second":307,"quantiles_ns":[50000,70000,2000000]}}}`,
+		`{"costs_ns":{},"host":{"hz":250,"cpus":2,"stalls":{"threshold_ns":50000,"cpus":2,"spun_ns":2000000000,"count":600,"stalled_ns":50000000,"per_cpu_second":307,"lengths_ns":[50000,70000,2000000]}}}`,
 		`{"costs_ns":{},"host":{"stalls":{"per_cpu_second":10}}}`,
 		`{"costs_ns":{"register":-1}}`,
 		`{"costs_ns":{"bogus":1}}`,

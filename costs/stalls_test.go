@@ -6,12 +6,12 @@ import (
 )
 
 func TestHostStalls(t *testing.T) {
-	const ok = `{"costs_ns":{},"host":{"hz":250,"cpus":2,"stalls":{"threshold_ns":50000,"cpus":2,"spun_ns":2000000000,"count":600,"stalled_ns":50000000,"per_cpu_second":307,"quantiles_ns":[50000,70000,2000000]}}}`
+	const ok = `{"costs_ns":{},"host":{"hz":250,"cpus":2,"stalls":{"threshold_ns":50000,"cpus":2,"spun_ns":2000000000,"count":600,"stalled_ns":50000000,"per_cpu_second":307,"lengths_ns":[50000,70000,2000000]}}}`
 	tab, err := Parse([]byte(ok))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := tab.Host.Stalls; s == nil || s.PerSecond != 307 || len(s.QuantilesNS) != 3 {
+	if s := tab.Host.Stalls; s == nil || s.PerSecond != 307 || len(s.LengthsNS) != 3 {
 		t.Fatalf("stalls %+v", tab.Host.Stalls)
 	}
 	if tab, err := Parse([]byte(`{"costs_ns":{},"host":{"hz":250,"cpus":2}}`)); err != nil || tab.Host.Stalls != nil {
@@ -20,7 +20,7 @@ func TestHostStalls(t *testing.T) {
 	for _, bad := range []struct{ from, to, why string }{
 		{`"per_cpu_second":307`, `"per_cpu_second":-1`, "stall rate"},
 		{`"per_cpu_second":307`, `"per_cpu_second":1e9`, "stall rate"},
-		{`,"quantiles_ns":[50000,70000,2000000]`, ``, "needs the stall lengths"},
+		{`,"lengths_ns":[50000,70000,2000000]`, ``, "needs the stall lengths"},
 		{`[50000,70000,2000000]`, `[50000,7000,2000000]`, "ascend"},
 		{`[50000,70000,2000000]`, `[0,70000,2000000]`, "above 0"},
 		{`[50000,70000,2000000]`, `[50000,70000,2000000000]`, "at most"},

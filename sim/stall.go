@@ -19,7 +19,7 @@ import (
 //
 // The stall process of each CPU is a renewal process in virtual time:
 // after each stall ends, the next one begins after an exponential gap of
-// mean 1/PerSecond; its length is drawn from the measured durations. Each
+// mean 1/PerSecond; its length is one of the measured durations. Each
 // CPU draws from its own source seeded from Config.Seed and its number, so
 // the stalls do not depend on what the model does, and never on the wall
 // clock.
@@ -50,9 +50,9 @@ import (
 type Stalls struct {
 	// PerSecond is the rate of stalls per second of a CPU's running time.
 	PerSecond float64
-	// Durations are the measured stall lengths, as quantiles at equal
-	// steps of probability from the shortest to the longest (ascending);
-	// a stall's length is drawn uniformly between two neighbours.
+	// Durations are the stall lengths, ascending, all equally likely: the
+	// means of equal-count groups of the measured lengths
+	// (costs.Stalls.LengthsNS), which keep the measured mean and spread.
 	Durations []Time
 }
 
@@ -84,18 +84,9 @@ func (s Stalls) Validate() error {
 	return nil
 }
 
-// draw returns one stall length from the durations' quantiles.
+// draw returns one stall length: one of the durations, each as likely.
 func (s Stalls) draw(r *rand.Rand) Time {
-	q := s.Durations
-	if len(q) == 1 {
-		return q[0]
-	}
-	x := r.Float64() * float64(len(q)-1)
-	i := int(x)
-	if i >= len(q)-1 {
-		return q[len(q)-1]
-	}
-	return q[i] + Time((x-float64(i))*float64(q[i+1]-q[i]))
+	return s.Durations[r.IntN(len(s.Durations))]
 }
 
 // gap returns the running time until the next stall.

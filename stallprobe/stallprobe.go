@@ -119,22 +119,38 @@ func (r *Result) StalledFraction() float64 {
 	return float64(st) / float64(spun)
 }
 
-// Quantiles returns k+1 quantiles of every CPU's stall lengths (ns), at
-// 0, 1/k, ..., 1: the shortest, ..., the longest; nil without stalls.
-func (r *Result) Quantiles(k int) []int64 {
+// Sorted returns every CPU's stall lengths (ns), shortest first.
+func (r *Result) Sorted() []int64 {
 	var all []int64
 	for _, c := range r.CPUs {
 		all = append(all, c.Durations...)
 	}
+	slices.Sort(all)
+	return all
+}
+
+// Groups cuts the sorted stall lengths into k groups of (as nearly as
+// possible) equal count, fewer when there are fewer stalls, and returns
+// each group's mean length (ns), ascending; nil without stalls. Drawn one
+// of them at a time, each as likely, they give the measured mean and its
+// spread, the long tail included (a quantile grid would not: its top
+// segment spans from the 95th percentile to the one longest stall).
+func (r *Result) Groups(k int) []int64 {
+	all := r.Sorted()
 	if len(all) == 0 || k < 1 {
 		return nil
 	}
-	slices.Sort(all)
-	q := make([]int64, k+1)
-	for i := range q {
-		q[i] = all[i*(len(all)-1)/k]
+	k = min(k, len(all))
+	out := make([]int64, k)
+	for g := range k {
+		lo, hi := g*len(all)/k, (g+1)*len(all)/k
+		var sum int64
+		for _, d := range all[lo:hi] {
+			sum += d
+		}
+		out[g] = sum / int64(hi-lo)
 	}
-	return q
+	return out
 }
 
 // spin runs one window on the calling thread: it reads the clock until

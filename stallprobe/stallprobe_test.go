@@ -20,11 +20,14 @@ func TestResultFigures(t *testing.T) {
 	if got := r.StalledFraction(); got != 0.0005 {
 		t.Errorf("StalledFraction = %g, want 0.0005", got)
 	}
-	if got, want := r.Quantiles(2), []int64{100_000, 200_000, 700_000}; !slices.Equal(got, want) {
-		t.Errorf("Quantiles(2) = %v, want %v", got, want)
+	if got, want := r.Groups(2), []int64{100_000, 450_000}; !slices.Equal(got, want) {
+		t.Errorf("Groups(2) = %v, want %v", got, want)
 	}
-	if q := (&Result{CPUs: []CPU{{SpunNS: 1e9}}}).Quantiles(4); q != nil || (&Result{}).PerSecond() != 0 {
-		t.Errorf("no stalls: quantiles %v", q)
+	if got, want := r.Groups(5), []int64{100_000, 200_000, 700_000}; !slices.Equal(got, want) {
+		t.Errorf("Groups(5) of 3 stalls = %v, want %v", got, want)
+	}
+	if q := (&Result{CPUs: []CPU{{SpunNS: 1e9}}}).Groups(4); q != nil || (&Result{}).PerSecond() != 0 {
+		t.Errorf("no stalls: groups %v", q)
 	}
 }
 
