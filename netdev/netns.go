@@ -62,7 +62,7 @@ type NetnsState uint8
 // Namespace states.
 const (
 	NetnsAlive    NetnsState = iota // created, referenced
-	NetnsQueued                     // last reference dropped, on the cleanup list
+	NetnsQueued                     // deleted: on the cleanup list, or to be once its sockets are freed (socket.go)
 	NetnsCleaning                   // taken by a cleanup run
 	NetnsFreed                      // cleanup done
 )
@@ -97,7 +97,8 @@ type Netns struct {
 	State NetnsState
 	// CreatedAt is when its creation began (when it was allocated, as far
 	// as a count of live struct nets goes). QueuedAt, GoneAt and DoneAt are
-	// when its last reference was dropped, when its last device (a
+	// when its delete dropped its reference (Put: the last one, but for
+	// sockets still being freed), when its last device (a
 	// host-side veth peer included) was unregistered, and when its cleanup
 	// was done; -1 until then.
 	CreatedAt                sim.Time
@@ -106,6 +107,8 @@ type Netns struct {
 	Batch int
 	// pending counts its devices not yet unregistered during its cleanup.
 	pending int
+	// sockets counts the sockets holding a reference to it (socket.go).
+	sockets int
 }
 
 // devInfo is what the namespace layer knows of a device.
@@ -528,14 +531,23 @@ func (ns *Namespaces) Unmount(t *sim.Task, n *Netns) {
 	r.Synchronize(t)
 }
 
-// Put drops the last reference of n (__put_net), run by t: n goes on the
-// cleanup list and the cleanup work is queued; the caller returns at once.
+// Put drops the reference of n that its delete holds, run by t; the caller
+// returns at once. When it is the last one (__put_net), n goes on the
+// cleanup list and the cleanup work is queued; while a closed socket's
+// reference is still to go (socket.go), that comes when it goes.
 func (ns *Namespaces) Put(t *sim.Task, n *Netns) {
 	if n.State != NetnsAlive {
 		panic("netdev: put of namespace " + n.Name + " in state " + n.State.String())
 	}
 	t.Charge(ns.costs.Put)
 	n.State, n.QueuedAt = NetnsQueued, t.Now()
+	if n.sockets == 0 {
+		ns.enqueue(n)
+	}
+}
+
+// enqueue is __put_net: n on the cleanup list, the cleanup work queued.
+func (ns *Namespaces) enqueue(n *Netns) {
 	ns.stats.Queued++
 	ns.queued = append(ns.queued, n)
 	if ns.worker == nil {

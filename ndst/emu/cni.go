@@ -13,8 +13,12 @@ import (
 // (ip.DelLinkByName of the pod's interface, in the namespace): one
 // RTM_DELLINK of the inner veth end, under RTNL, which veth_dellink makes a
 // batch of both ends; the request returns only after rtnl_unlock's
-// netdev_run_todo has waited for and freed them. It reports whether n had
-// a veth to delete.
+// netdev_run_todo has waited for and freed them. The request goes on a
+// netlink socket opened in n and closed after it, whose reference to n
+// goes with the socket's RCU-deferred free (netdev/socket.go): n's cleanup
+// is queued then, not at its delete, so it runs beside the next pod's DEL,
+// and the two meet at rcu_barrier()'s mutex. It reports whether n had a
+// veth to delete.
 func cniDelVeth(t *sim.Task, ns *netdev.Namespaces, n *netdev.Netns, sys sim.Time, lat *[]int64) bool {
 	var inner *netdev.Device
 	n.Reg.Range(func(d *netdev.Device) bool {
@@ -28,6 +32,7 @@ func cniDelVeth(t *sim.Task, ns *netdev.Namespaces, n *netdev.Netns, sys sim.Tim
 		return false
 	}
 	host := ns.Host()
+	ns.OpenSocket(n)
 	s := t.Now()
 	host.RTNLLock(t)
 	host.UnregisterMany(t, ns.WithPeers([]*netdev.Device{inner}))
@@ -36,6 +41,7 @@ func cniDelVeth(t *sim.Task, ns *netdev.Namespaces, n *netdev.Netns, sys sim.Tim
 	if lat != nil {
 		*lat = append(*lat, int64(t.Now()-s))
 	}
+	ns.CloseSocket(t, n)
 	return true
 }
 
