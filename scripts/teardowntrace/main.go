@@ -4,6 +4,7 @@
 //	go run ./scripts/teardowntrace [flags] TRACE
 //	go run ./scripts/teardowntrace run [-marker PATH] [-stack-interval D] [-timeout D] -- CMD ARGS...
 //	go run ./scripts/teardowntrace links -add N | -del N | -del-group G
+//	go run ./scripts/teardowntrace barriers [-per-run=false] TRACE
 //
 // TRACE is `perf script` output or the text of a tracefs trace file, as
 // scripts/trace-one-by-one.sh records them (sched, timer, irq, rcu and
@@ -22,6 +23,12 @@
 // in the output is a constant of the program: a step that the trace does not
 // show is absent from the report.
 //
+// The barriers subcommand reads a trace of namespace deletes (sched and
+// workqueue tracepoints, as scripts/trace-pods.sh records them) and gives,
+// for each cleanup_net run, the CPUs its worker ran on and, for each of its
+// long waits (the rcu_barrier() calls), how many times the grace-period
+// kthread was woken meanwhile: one grace period or two.
+//
 // The run subcommand starts a workload, writes its pid into the tracefs
 // instance's trace_marker, optionally samples its kernel stack, and kills it
 // after a timeout. Exit status: 0 ok, 1 failure, 2 usage.
@@ -38,6 +45,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "run" {
 		os.Exit(runMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "barriers" {
+		os.Exit(barriersMain(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "links" {
 		os.Exit(linksMain(os.Args[2:]))
