@@ -169,9 +169,12 @@ func (r *Report) fit(ctx context.Context) error {
 		}
 		slope := float64(dels[len(dels)-1]-dels[0]) / (n1 - n0)
 		icpt := float64(dels[0]) - n0*slope
-		dSlope := float64(r.SlopeNS) - slope
-		dIcpt := float64(r.InterceptNS) - icpt
-		dCreate := float64(r.CreateNS - create)
+		// A stalling machine stretches CPU work by stretch (stalls.go):
+		// a cost moves its emulated time that much more.
+		stretch := stallStretch(t.Host)
+		dSlope := (float64(r.SlopeNS) - slope) / stretch
+		dIcpt := (float64(r.InterceptNS) - icpt) / stretch
+		dCreate := float64(r.CreateNS-create) / stretch
 		per := t.Costs[costs.Unregister] + t.Costs[costs.Free] + int64(math.Round(dSlope))
 		per = max(per, 0)
 		t.Costs[costs.Free] = per * df / (du + df)

@@ -113,6 +113,16 @@ type Stalls struct {
 	// Policy is the scheduling policy the probe's threads spun under.
 	Policy string `json:"policy,omitempty"`
 	CPUs   int    `json:"cpus"`
+	// The embedded StallSet is the probe with every CPU spinning at once;
+	// OneBusy the probe of one CPU at a time, the others idle (a virtual
+	// CPU alone competes with fewer of its own for the host's cores); nil
+	// on one CPU, where the two are the same.
+	StallSet
+	OneBusy *StallSet `json:"one_busy,omitempty"`
+}
+
+// StallSet is one probe run's stalls.
+type StallSet struct {
 	// SpunNS is the probe's spinning time, summed over the CPUs; Count
 	// the stalls in it and StalledNS their total length.
 	SpunNS    int64 `json:"spun_ns"`
@@ -142,6 +152,19 @@ const (
 
 // Validate checks a stall summary.
 func (s *Stalls) Validate() error {
+	if err := s.StallSet.Validate(); err != nil {
+		return err
+	}
+	if s.OneBusy != nil {
+		if err := s.OneBusy.Validate(); err != nil {
+			return fmt.Errorf("one CPU busy: %v", err)
+		}
+	}
+	return nil
+}
+
+// Validate checks one probe run's stalls.
+func (s *StallSet) Validate() error {
 	switch {
 	case s.PerSecond < 0 || s.PerSecond > MaxStallRate || s.PerSecond != s.PerSecond:
 		return fmt.Errorf("stall rate %g per CPU-second: want 0 to %d", s.PerSecond, MaxStallRate)

@@ -25,6 +25,7 @@ func TestHostStalls(t *testing.T) {
 		{`[50000,70000,2000000]`, `[0,70000,2000000]`, "above 0"},
 		{`[50000,70000,2000000]`, `[50000,70000,2000000000]`, "at most"},
 		{`"stalled_ns":50000000`, `"stalled_ns":5000000000`, "not above the spun time"},
+		{`"count":600`, `"count":600,"one_busy":{"per_cpu_second":5}`, "one CPU busy: a stall rate"},
 	} {
 		in := strings.Replace(ok, bad.from, bad.to, 1)
 		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), bad.why) {

@@ -17,12 +17,18 @@ import (
 // machine without them has no stalls and runs exactly as before (no event,
 // no draw).
 //
-// The stall process of each CPU is a renewal process in virtual time:
-// after each stall ends, the next one begins after an exponential gap of
-// mean 1/PerSecond; its length is one of the measured durations. Each
-// CPU draws from its own source seeded from Config.Seed and its number, so
-// the stalls do not depend on what the model does, and never on the wall
-// clock.
+// How often a virtual CPU stalls depends on how many of its machine's
+// CPUs are busy: one busy vCPU competes with fewer of its own for the
+// host's cores. The probe measures both (every CPU spinning at once, and
+// one at a time), and the stall process of each CPU is a Poisson process
+// in the CPU's running time whose rate is the one of the moment: more than
+// one CPU not idle, Stalls.StallSet; at most one, Stalls.OneBusy. It is
+// drawn by thinning: candidate stalls come at the larger rate (after an
+// exponential gap, counted from the end of the last stall), and a
+// candidate is a stall with the probability of the rate of its moment
+// over the larger one; its length is one of that set's durations. Each CPU
+// draws from its own source seeded from Config.Seed and its number, never
+// from the wall clock.
 //
 // During a stall on CPU c (stallBegin):
 //   - the running task's charge, or its pending switch-in, ends that much
@@ -48,6 +54,15 @@ import (
 
 // Stalls describes a machine's stall process; the zero value has none.
 type Stalls struct {
+	// StallSet applies while more than one CPU is busy, and always when
+	// OneBusy is zero.
+	StallSet
+	// OneBusy applies while at most one CPU is busy (not idle).
+	OneBusy StallSet
+}
+
+// StallSet is the stall rate and lengths of one state of the machine.
+type StallSet struct {
 	// PerSecond is the rate of stalls per second of a CPU's running time.
 	PerSecond float64
 	// Durations are the stall lengths, ascending, all equally likely: the
@@ -57,7 +72,27 @@ type Stalls struct {
 }
 
 // Enabled reports whether the machine stalls at all.
-func (s Stalls) Enabled() bool { return s.PerSecond > 0 }
+func (s Stalls) Enabled() bool { return s.PerSecond > 0 || s.OneBusy.PerSecond > 0 }
+
+// maxRate is the candidates' rate: the larger of the two.
+func (s Stalls) maxRate() float64 { return max(s.PerSecond, s.OneBusy.PerSecond) }
+
+// now is the set of the machine's present state.
+func (s Stalls) now(e *Engine) StallSet {
+	if s.OneBusy.PerSecond == 0 && len(s.OneBusy.Durations) == 0 {
+		return s.StallSet
+	}
+	busy := 0
+	for _, c := range e.cpus {
+		if !c.Idle() {
+			busy++
+		}
+	}
+	if busy <= 1 {
+		return s.OneBusy
+	}
+	return s.StallSet
+}
 
 // MaxStallRate bounds Stalls.PerSecond: a stall every 100 µs.
 const MaxStallRate = 10000
@@ -67,6 +102,17 @@ const MaxStall = Second
 
 // Validate checks the stall description.
 func (s Stalls) Validate() error {
+	if err := s.StallSet.Validate(); err != nil {
+		return err
+	}
+	if err := s.OneBusy.Validate(); err != nil {
+		return fmt.Errorf("one CPU busy: %v", err)
+	}
+	return nil
+}
+
+// Validate checks one set.
+func (s StallSet) Validate() error {
 	switch {
 	case s.PerSecond < 0 || s.PerSecond > MaxStallRate || math.IsNaN(s.PerSecond):
 		return fmt.Errorf("stall rate must be between 0 and %d per second, got %g", MaxStallRate, s.PerSecond)
@@ -85,13 +131,13 @@ func (s Stalls) Validate() error {
 }
 
 // draw returns one stall length: one of the durations, each as likely.
-func (s Stalls) draw(r *rand.Rand) Time {
+func (s StallSet) draw(r *rand.Rand) Time {
 	return s.Durations[r.IntN(len(s.Durations))]
 }
 
-// gap returns the running time until the next stall.
+// gap returns the running time until the next candidate stall.
 func (s Stalls) gap(r *rand.Rand) Time {
-	return Time(r.ExpFloat64() / s.PerSecond * float64(Second))
+	return Time(r.ExpFloat64() / s.maxRate() * float64(Second))
 }
 
 // startStalls arms the CPU's first stall, once per engine.
@@ -104,10 +150,16 @@ func (c *CPU) startStalls() {
 	c.e.afterBackground(s.gap(c.stallRand), c.stallBegin)
 }
 
-// stallBegin is a stall's start: the CPU runs nothing until stallUntil.
+// stallBegin is a candidate stall; if it is one, the CPU runs nothing until
+// stallUntil.
 func (c *CPU) stallBegin() {
 	s := c.e.cfg.Stalls
-	d := s.draw(c.stallRand)
+	set := s.now(c.e)
+	if c.stallRand.Float64()*s.maxRate() >= set.PerSecond {
+		c.e.afterBackground(s.gap(c.stallRand), c.stallBegin)
+		return
+	}
+	d := set.draw(c.stallRand)
 	c.stallUntil = c.e.now + d
 	c.Stalled += d
 	c.StallCount++

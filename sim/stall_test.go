@@ -22,7 +22,7 @@ func stallCfg(seed uint64, s Stalls) Config {
 }
 
 func TestStallsStretchWorkAndDelayTicks(t *testing.T) {
-	s := Stalls{PerSecond: 200, Durations: []Time{100 * Microsecond, 1 * Millisecond, 6 * Millisecond}}
+	s := Stalls{StallSet: StallSet{PerSecond: 200, Durations: []Time{100 * Microsecond, 1 * Millisecond, 6 * Millisecond}}}
 	e := newTestEngine(t, stallCfg(7, s))
 	log := &tickLog{}
 	e.AddHooks(log)
@@ -90,7 +90,7 @@ func TestStallDelaysATimeoutWakeup(t *testing.T) {
 	for _, tc := range []struct {
 		seed uint64
 	}{{1}, {2}, {3}, {4}, {5}} {
-		s := Stalls{PerSecond: 50, Durations: []Time{3 * Millisecond}}
+		s := Stalls{StallSet: StallSet{PerSecond: 50, Durations: []Time{3 * Millisecond}}}
 		e := newTestEngine(t, stallCfg(tc.seed, s))
 		var woke []Time
 		e.Go("t", 0, false, func(tk *Task) {
@@ -117,12 +117,13 @@ func TestStallDelaysATimeoutWakeup(t *testing.T) {
 
 func TestStallsValidate(t *testing.T) {
 	bad := []Stalls{
-		{PerSecond: -1, Durations: []Time{Millisecond}},
-		{PerSecond: 1e6, Durations: []Time{Millisecond}},
-		{PerSecond: 10},
-		{PerSecond: 10, Durations: []Time{0}},
-		{PerSecond: 10, Durations: []Time{2 * Second}},
-		{PerSecond: 10, Durations: []Time{2 * Millisecond, Millisecond}},
+		{StallSet: StallSet{PerSecond: -1, Durations: []Time{Millisecond}}},
+		{StallSet: StallSet{PerSecond: 1e6, Durations: []Time{Millisecond}}},
+		{StallSet: StallSet{PerSecond: 10}},
+		{StallSet: StallSet{PerSecond: 10, Durations: []Time{0}}},
+		{StallSet: StallSet{PerSecond: 10, Durations: []Time{2 * Second}}},
+		{StallSet: StallSet{PerSecond: 10, Durations: []Time{2 * Millisecond, Millisecond}}},
+		{OneBusy: StallSet{PerSecond: 10}},
 	}
 	for _, s := range bad {
 		if _, err := New(stallCfg(1, s)); err == nil {
@@ -131,5 +132,30 @@ func TestStallsValidate(t *testing.T) {
 	}
 	if _, err := New(stallCfg(1, Stalls{})); err != nil {
 		t.Errorf("no stalls: %v", err)
+	}
+}
+
+func TestStallRateFollowsTheBusyCPUs(t *testing.T) {
+	// Every CPU busy: 500 stalls per second; one at most: 20.
+	s := Stalls{StallSet: StallSet{PerSecond: 500, Durations: []Time{100 * Microsecond}},
+		OneBusy: StallSet{PerSecond: 20, Durations: []Time{100 * Microsecond}}}
+	for _, tc := range []struct {
+		busy     int
+		lo, hi   int64 // stalls of CPU 0 in 2 s of its running time
+		otherMax int64 // stalls of CPU 1
+	}{{1, 20, 70, 70}, {2, 900, 1100, 1100}} {
+		cfg := stallCfg(11, s)
+		cfg.CPUs = 2
+		e := newTestEngine(t, cfg)
+		for i := range tc.busy {
+			e.Go("t", i, false, func(tk *Task) { tk.Charge(2 * Second) })
+		}
+		if err := e.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.CPU(0).StallCount; n < tc.lo || n > tc.hi || e.CPU(1).StallCount > tc.otherMax {
+			t.Errorf("%d busy CPU(s): CPU 0 stalled %d times, CPU 1 %d; want %d to %d, and CPU 1 at most %d",
+				tc.busy, n, e.CPU(1).StallCount, tc.lo, tc.hi, tc.otherMax)
+		}
 	}
 }

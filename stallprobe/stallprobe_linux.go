@@ -23,6 +23,39 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	return probe(ctx, o, cpus)
+}
+
+// RunEach probes every CPU the process may run on, one at a time, the
+// others left idle: in a virtual machine, one busy virtual CPU competes
+// for the host's cores with fewer of its own.
+func RunEach(ctx context.Context, o Options) (*Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	out := &Result{ThresholdNS: int64(o.Threshold)}
+	for _, cpu := range cpus {
+		r, err := probe(ctx, o, []int{cpu})
+		if err != nil {
+			return nil, err
+		}
+		out.Policy = r.Policy
+		out.CPUs = append(out.CPUs, r.CPUs...)
+	}
+	return out, nil
+}
+
+// allowedCPUs lists the CPUs of the process's affinity mask.
+func allowedCPUs() ([]int, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, fmt.Errorf("stall probe: sched_getaffinity: %w", err)
@@ -36,6 +69,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(cpus) == 0 {
 		return nil, fmt.Errorf("stall probe: no CPU in the process's affinity mask")
 	}
+	return cpus, nil
+}
+
+// probe spins on each of cpus at once.
+func probe(ctx context.Context, o Options, cpus []int) (*Result, error) {
 	r := &Result{ThresholdNS: int64(o.Threshold), CPUs: make([]CPU, len(cpus))}
 	policies := make([]string, len(cpus))
 	errs := make([]error, len(cpus))

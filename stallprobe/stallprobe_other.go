@@ -11,3 +11,6 @@ import (
 func Run(ctx context.Context, o Options) (*Result, error) {
 	return nil, errors.New("stall probe: needs Linux (sched_setaffinity)")
 }
+
+// RunEach is Linux only, as Run.
+func RunEach(ctx context.Context, o Options) (*Result, error) { return Run(ctx, o) }

@@ -49,6 +49,14 @@ func TestProbeRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	each, err := RunEach(context.Background(), Options{Windows: 2, Window: 10 * time.Millisecond, Pause: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(each.CPUs) != len(r.CPUs) {
+		t.Errorf("RunEach probed %d CPUs, Run %d", len(each.CPUs), len(r.CPUs))
+	}
+	r.CPUs = append(r.CPUs, each.CPUs...)
 	if len(r.CPUs) == 0 || r.Policy == "" {
 		t.Fatalf("result %+v", r)
 	}
