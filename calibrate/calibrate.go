@@ -166,6 +166,9 @@ type Report struct {
 	// NetnsFit says what netns_exit_ns was fitted to: "cleanup runs"
 	// (each run's duration) or "cleanup done".
 	NetnsFit string `json:"netns_fit,omitempty"`
+	// NetnsCleanupLines compare the measured and the emulated cleanup_net
+	// runs (set by the closure).
+	NetnsCleanupLines *CleanupLines `json:"netns_cleanup_lines,omitempty"`
 	// NetnsFiles describes the filesystem of the namespaces' files when
 	// it, not the kernel, makes their creates drift (netnsfs_linux.go).
 	NetnsFiles string `json:"netns_files,omitempty"`
@@ -185,11 +188,19 @@ type Report struct {
 	// the fit took.
 	Closure       []ClosurePoint `json:"closure"`
 	FitIterations int            `json:"fit_iterations"`
+	// Missed says, for every gated run the closure misses, what misses
+	// (Misses).
+	Missed []string `json:"misses,omitempty"`
 
 	// LoadAvg is /proc/loadavg before and after the measurements: the
 	// emulated kernel models an otherwise idle machine, so a busy one is
 	// named when its calibration does not close.
 	LoadAvg []string `json:"loadavg,omitempty"`
+
+	// Figures names the statistic every figure of a set of runs is, the
+	// measured rounds' and the emulated phases' alike: FiguresMidMean
+	// (MidMean); "" in a report from before it, whose figures are medians.
+	Figures string `json:"figures,omitempty"`
 
 	Table *costs.Table `json:"table"`
 	// Path is where the table was written, if anywhere.
@@ -207,10 +218,30 @@ type PhaseBucket struct {
 
 // BatchPoint is one batched-delete size and its timings.
 type BatchPoint struct {
-	Devices  int     `json:"devices"`
-	P50NS    int64   `json:"p50_ns"`
-	RunsNS   []int64 `json:"runs_ns"`
-	CPUP50NS int64   `json:"cpu_p50_ns"`
+	Devices int   `json:"devices"`
+	P50NS   int64 `json:"p50_ns"`
+	// MidMeanNS is the rounds' figure (MidMean), which the fit and the
+	// closure use.
+	MidMeanNS int64   `json:"mid_mean_ns,omitempty"`
+	RunsNS    []int64 `json:"runs_ns"`
+	CPUP50NS  int64   `json:"cpu_p50_ns"`
+}
+
+// Figure is the batch size's measured figure: the mean of the middle half
+// of its rounds (in a report from before MidMeanNS, the median).
+func (b BatchPoint) Figure() int64 {
+	switch {
+	case b.MidMeanNS > 0:
+		return b.MidMeanNS
+	}
+	return b.P50NS
+}
+
+// batchLine sets the per-device slope and the fixed part of the batched
+// deletes from the figures of the smallest and the largest size.
+func (r *Report) batchLine() {
+	s, l := r.Batches[0], r.Batches[len(r.Batches)-1]
+	r.SlopeNS, r.InterceptNS = line(s.Devices, s.Figure(), l.Devices, l.Figure())
 }
 
 // distribution summarises samples (ns).
@@ -337,7 +368,7 @@ func (r *Report) buildTable(now time.Time) {
 		},
 	}
 	for _, b := range r.Batches {
-		t.Extra[fmt.Sprintf("batch_delete_%d_ns", b.Devices)] = b.P50NS
+		t.Extra[fmt.Sprintf("batch_delete_%d_ns", b.Devices)] = b.Figure()
 	}
 	r.Table = t
 }
@@ -385,15 +416,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString(r.stallSummary())
 	fmt.Fprintf(&b, "netlink request: %s (a request the kernel rejects at once)\n", dur(r.RoundTripNS))
-	fmt.Fprintf(&b, "create (%s):    %s per device (median over %d devices)\n", r.Kind, dur(r.CreateNS), r.Creates)
+	fmt.Fprintf(&b, "create (%s):    %s per device (the %s of the rounds' medians, over %d devices)\n", r.Kind, dur(r.CreateNS), r.figure1(), r.Creates)
 	b.WriteString("batched delete: ")
 	for i, p := range r.Batches {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, " %d devices %s", p.Devices, dur(p.P50NS))
+		fmt.Fprintf(&b, " %d devices %s", p.Devices, dur(p.Figure()))
 	}
-	fmt.Fprintf(&b, " (medians of %d, after a warm-up round) -> %s per device + %s per batch\n", len(r.Batches[0].RunsNS), dur(r.SlopeNS), dur(r.InterceptNS))
+	fmt.Fprintf(&b, " (%s of %d, after a warm-up round) -> %s per device + %s per batch\n", r.figuresOf(), len(r.Batches[0].RunsNS), dur(r.SlopeNS), dur(r.InterceptNS))
 	for _, p := range r.Batches {
 		if lo, hi := slices.Min(p.RunsNS), slices.Max(p.RunsNS); len(p.RunsNS) > 1 && lo > 0 && float64(hi)/float64(lo) > spreadLimit {
 			fmt.Fprintf(&b, "warning: the %d-device batched deletes ranged from %s to %s (%.1fx, more than where in the tick they start explains): this machine is noisy now, and the fit is only as good as their medians\n",
@@ -412,7 +443,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, " %d with lo up: created in %s, deleted at once: returned %s, cleanup done %s",
 				p.Namespaces, dur(p.AddNS), dur(p.ReturnedNS), dur(p.DoneNS))
 		}
-		fmt.Fprintf(&b, " (medians of %d)\n", r.Netns[0].Rounds)
+		fmt.Fprintf(&b, " (%s of %d)\n", r.figuresOf(), r.Netns[0].Rounds)
 		if fixed, per, ok := cleanupLine(r.Netns); ok {
 			fmt.Fprintf(&b, "  cleanup runs:  %s + %s per namespace taken (least squares over %d runs of cleanup_net)\n",
 				dur(int64(fixed)), dur(int64(per)), cleanupCount(r.Netns))
@@ -429,7 +460,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, " %s %d: %s", w.What, w.Count, dur(w.MeasuredNS))
 		}
-		fmt.Fprintf(&b, " (medians of %d)\n", r.Workloads[0].Rounds)
+		fmt.Fprintf(&b, " (%s of %d)\n", r.figuresOf(), r.Workloads[0].Rounds)
 	case r.WorkloadsError != "":
 		fmt.Fprintf(&b, "workloads:       not measured: %s (their costs keep their estimates)\n", r.WorkloadsError)
 	}
@@ -438,7 +469,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString(r.knobSummary())
 	if len(r.Closure) > 0 {
-		b.WriteString("closure:        ")
+		fmt.Fprintf(&b, "closure:         each figure, measured and emulated, is the %s of its runs: the rounds here, and the emulated kernel's runs started at %d evenly spaced phases of the tick (a real round starts wherever in the tick it happens to)\n",
+			r.figure1(), ClosurePhases)
+		b.WriteString("                ")
 		for i, p := range r.Closure {
 			if i > 0 {
 				b.WriteString(",")
@@ -536,4 +569,57 @@ func (r *Report) busiest() float64 {
 		}
 	}
 	return l
+}
+
+// FiguresMidMean is Report.Figures of a calibration whose figures are
+// MidMean.
+const FiguresMidMean = "mean of the middle half"
+
+// figureFunc is the statistic of a set of runs.
+type figureFunc func([]int64) int64
+
+// figure is the report's statistic (see Figures).
+func (r *Report) figure() figureFunc {
+	if r.Figures == FiguresMidMean {
+		return MidMean
+	}
+	return median
+}
+
+// figure1 names one figure of the report in the summary.
+func (r *Report) figure1() string {
+	if r.Figures == FiguresMidMean {
+		return FiguresMidMean
+	}
+	return "median"
+}
+
+// figuresOf names the report's figures in the summary.
+func (r *Report) figuresOf() string {
+	if r.Figures == FiguresMidMean {
+		return "means of the middle half"
+	}
+	return "medians"
+}
+
+// MidMean is the figure of a set of runs, measured or emulated: the mean of
+// their middle half (the interquartile mean; a quarter of the runs, rounded
+// down, is dropped at each end). Like a median it ignores the odd slow
+// round; unlike a median it moves smoothly when a cost moves some of the
+// runs past a tick: a batched delete's waits end on ticks, so its runs
+// over the start phases fall into groups a jiffy apart, and the median of
+// such runs jumps by a jiffy when half of them change group, where the mean
+// of the middle half moves by a jiffy over the half that changed.
+func MidMean(ns []int64) int64 {
+	if len(ns) == 0 {
+		return 0
+	}
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	q := len(s) / 4
+	var sum float64
+	for _, v := range s[q : len(s)-q] {
+		sum += float64(v)
+	}
+	return int64(math.Round(sum / float64(len(s)-2*q)))
 }

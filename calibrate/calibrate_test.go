@@ -175,7 +175,7 @@ HZ:              250 (from /proc/config.gz); grace periods end on a 250 Hz grid 
 grace period:    membarrier(GLOBAL) x 200: min 4.60ms, p50 7.00ms, mean 8.10ms, p99 16.50ms, max 19.30ms (1.8 ticks at p50)
   p50 by start phase in the tick: 0-25% 7.90ms (n=50) 25-50% 6.90ms (n=50) 50-75% 5.80ms (n=50) 75-100% 4.80ms (n=50)
 netlink request: 2.0µs (a request the kernel rejects at once)
-create (ifb):    122.0µs per device (median over 2000 devices)
+create (ifb):    122.0µs per device (the median of the rounds' medians, over 2000 devices)
 batched delete:  100 devices 23.00ms, 300 devices 43.00ms (medians of 3, after a warm-up round) -> 100.0µs per device + 13.00ms per batch
   of which CPU:  90.0µs per device + 1.50ms per batch (the rest is waiting, which the emulated kernel models)
 cost table (ns): register 120000 unregister UNREG free FREE unregister_batch 1500000 syscall 2000
@@ -186,6 +186,18 @@ written to /tmp/x.json (load it with --costs /tmp/x.json)
 	if got != want {
 		t.Errorf("WriteText() =\n%s\nwant\n%s", got, want)
 	}
+	// A calibration of this ndst says its figures are means of the
+	// middle half, measured and emulated.
+	r.Figures = FiguresMidMean
+	r.Closure = []ClosurePoint{{What: "create", Devices: 300, MeasuredNS: 122_000, EmulatedNS: 122_000}}
+	buf.Reset()
+	r.WriteText(&buf)
+	if s := buf.String(); !strings.Contains(s, "(the mean of the middle half of the rounds' medians, over 2000 devices)") ||
+		!strings.Contains(s, "(means of the middle half of 3, after a warm-up round)") ||
+		!strings.Contains(s, "each figure, measured and emulated, is the mean of the middle half of its runs") {
+		t.Errorf("WriteText() of a mid-mean report =\n%s\nwant the figures named", s)
+	}
+	r.Figures, r.Closure = "", nil
 	// Without a grace-period measurement, the reason is printed.
 	r.GP, r.GPByPhase, r.GPError, r.Path = nil, nil, "membarrier is not available", ""
 	buf.Reset()
@@ -311,5 +323,43 @@ func TestNetnsFilesNote(t *testing.T) {
 	t.Logf("netnsFilesNote() = %q", note)
 	if note != "" && !strings.Contains(note, "ext4 without a journal") {
 		t.Errorf("netnsFilesNote() = %q, want empty or ext4 without a journal named", note)
+	}
+}
+
+// MidMean drops a quarter of the runs at each end and averages the rest,
+// so that one run moving across a tick moves the figure by its share.
+func TestMidMean(t *testing.T) {
+	for _, tc := range []struct {
+		ns   []int64
+		want int64
+	}{
+		{nil, 0},
+		{[]int64{7}, 7},
+		{[]int64{1, 2, 9}, 4},      // under four runs: the mean
+		{[]int64{100, 1, 2, 3}, 3}, // 2 and 3
+		{[]int64{10, 10, 10, 14, 14, 14, 99}, 12}, // 10 10 14 14 14 10 of 7 drop one each end
+	} {
+		if got := MidMean(tc.ns); got != tc.want {
+			t.Errorf("MidMean(%v) = %d, want %d", tc.ns, got, tc.want)
+		}
+	}
+	// Sixteen runs in two groups a jiffy (4 ms) apart: the median jumps by
+	// the jiffy when the ninth run changes group, the mid-mean moves by an
+	// eighth of it with each run that does.
+	runs := func(upper int) []int64 {
+		var s []int64
+		for i := range 16 {
+			v := int64(30_000_000 + i*10_000)
+			if i >= 16-upper {
+				v += 4_000_000
+			}
+			s = append(s, v)
+		}
+		return s
+	}
+	for upper := 1; upper < 16; upper++ {
+		if d := MidMean(runs(upper)) - MidMean(runs(upper-1)); d < 0 || d > 4_000_000/8+1 {
+			t.Errorf("one more run a jiffy later (%d of 16) moves the mid-mean by %d ns; want at most an eighth of the jiffy", upper, d)
+		}
 	}
 }

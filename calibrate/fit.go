@@ -49,8 +49,21 @@ type ClosurePoint struct {
 	Error      float64 `json:"relative_error"`
 }
 
-// closureSeeds is how many seeds each emulated run is the median of.
-const closureSeeds = 5
+// ClosurePhases is how many evenly spaced start phases in the tick each
+// emulated run is taken at (emu.PhaseSweep): the emulated counterpart of
+// the measured rounds, which start wherever in the tick they happen to.
+// Both are summarised by the report's figure (MidMean). A batched delete's
+// waits end on ticks, so one run's time is a step function of its costs;
+// over the phases, the steps of the runs fall at different costs, and
+// their mean of the middle half moves by a fraction of a jiffy at each.
+const ClosurePhases = 16
+
+// closureConfigs are the emulated kernels of one closure figure: base with
+// table t at ClosurePhases start phases, seeds 1 on.
+func closureConfigs(base emu.Config, t *costs.Table) []emu.Config {
+	base.Costs, base.Seed = t, 1
+	return emu.PhaseSweep(base, ClosurePhases)
+}
 
 // hostModel is the emulated kernel configured as the calibrated host.
 func hostModel(h *costs.Host) (emu.Config, error) {
@@ -85,17 +98,16 @@ func HostModel(t *costs.Table) (emu.Config, error) {
 	return c, err
 }
 
-// emulated runs the calibration's runs on the emulated kernel with table t:
-// the median per-device create time of the largest run and the median
+// emulated runs the calibration's runs on the emulated kernel with table t,
+// at ClosurePhases start phases: the figure (fig) of the per-device create
+// time of the largest run (the median of each run's creates) and of the
 // batched delete time of each size.
-func emulated(ctx context.Context, base emu.Config, t *costs.Table, sizes []int) (create int64, dels []int64, err error) {
+func emulated(ctx context.Context, base emu.Config, t *costs.Table, sizes []int, fig figureFunc) (create int64, dels []int64, err error) {
 	tmpl, _ := ifname.ParseTemplate("cal%d")
 	dels = make([]int64, len(sizes))
 	for i, n := range sizes {
 		var runs, creates []int64
-		for seed := uint64(1); seed <= closureSeeds; seed++ {
-			c := base
-			c.Costs, c.Seed = t, seed
+		for _, c := range closureConfigs(base, t) {
 			b, err := emu.Open(ctx, c)
 			if err != nil {
 				return 0, nil, err
@@ -112,9 +124,9 @@ func emulated(ctx context.Context, base emu.Config, t *costs.Table, sizes []int)
 			runs = append(runs, *d.VirtualNS)
 			creates = append(creates, a.Latency.MedianNS)
 		}
-		dels[i] = median(runs)
+		dels[i] = fig(runs)
 		if i == len(sizes)-1 {
-			create = median(creates)
+			create = fig(creates)
 		}
 	}
 	return create, dels, nil
@@ -155,14 +167,14 @@ func (r *Report) fit(ctx context.Context) error {
 		return math.Abs(float64(e-m) / float64(m))
 	}
 	for iter := 1; iter <= 20; iter++ {
-		create, dels, err := emulated(ctx, base, t, sizes)
+		create, dels, err := emulated(ctx, base, t, sizes, r.figure())
 		if err != nil {
 			return fmt.Errorf("calibrate: closure: %w", err)
 		}
 		r.FitIterations = iter
 		worst := relErr(r.CreateNS, create)
 		for i, b := range r.Batches {
-			worst = max(worst, relErr(b.P50NS, dels[i]))
+			worst = max(worst, relErr(b.Figure(), dels[i]))
 		}
 		if worst < bestErr {
 			bestErr, best = worst, maps.Clone(t.Costs)
@@ -193,25 +205,42 @@ func (r *Report) fit(ctx context.Context) error {
 	// The iteration moves the per-device cost by the slope error, which a
 	// step of the emulated times can hide; a scan of per-device costs
 	// around the best one finds the step the measurements sit on.
-	per0 := t.Costs[costs.Unregister] + t.Costs[costs.Free]
-	for k := range scanSteps {
+	// A second, finer scan over the coarse step on either side of the
+	// best finds where the two sizes' errors balance when the fixed part
+	// cannot move (unregister_batch at a bound).
+	try := func(per int64) error {
 		c := maps.Clone(t.Costs)
-		per := int64(math.Round(float64(per0) * (scanLow + float64(k)*(scanHigh-scanLow)/(scanSteps-1))))
 		c[costs.Free] = per * df / (du + df)
 		c[costs.Unregister] = per - c[costs.Free]
 		tc := *t
 		tc.Costs = c
-		create, dels, err := emulated(ctx, base, &tc, sizes)
+		create, dels, err := emulated(ctx, base, &tc, sizes, r.figure())
 		if err != nil {
 			return fmt.Errorf("calibrate: closure: %w", err)
 		}
 		r.FitIterations++
 		worst := relErr(r.CreateNS, create)
 		for i, b := range r.Batches {
-			worst = max(worst, relErr(b.P50NS, dels[i]))
+			worst = max(worst, relErr(b.Figure(), dels[i]))
 		}
 		if worst < bestErr {
 			bestErr, best = worst, c
+		}
+		return nil
+	}
+	per0 := t.Costs[costs.Unregister] + t.Costs[costs.Free]
+	step := float64(per0) * (scanHigh - scanLow) / (scanSteps - 1)
+	for k := range scanSteps {
+		if err := try(int64(math.Round(float64(per0)*scanLow + float64(k)*step))); err != nil {
+			return err
+		}
+	}
+	per1 := float64(best[costs.Unregister] + best[costs.Free])
+	for k := -scanFine; k <= scanFine; k++ {
+		if k != 0 {
+			if err := try(int64(math.Round(per1 + float64(k)*step/scanFine))); err != nil {
+				return err
+			}
 		}
 	}
 	t.Costs = best
@@ -225,10 +254,12 @@ func (r *Report) fit(ctx context.Context) error {
 }
 
 // The per-device cost scan: scanSteps costs from scanLow to scanHigh times
-// the iteration's best.
+// the iteration's best, then scanFine finer steps on either side of the
+// scan's best, up to the next coarse step.
 const (
 	scanSteps         = 25
 	scanLow, scanHigh = 0.7, 1.3
+	scanFine          = 5
 )
 
 // Refit redoes the fit of a recorded calibration from its measurements
@@ -251,7 +282,8 @@ func (r *Report) Refit(ctx context.Context) error {
 	if r.Host.CPUs < 1 || r.Host.CPUs > 4096 || r.HZ < 1 || r.HZ > 10000 || r.CreateNS <= 0 {
 		return fmt.Errorf("calibrate: the report's host (%d CPUs, HZ %d, create %d ns) is not a calibrated one", r.Host.CPUs, r.HZ, r.CreateNS)
 	}
-	r.Profile, r.ProfileWhy, r.RCU, r.Closure, r.FitIterations = "", "", "", nil, 0
+	r.Profile, r.ProfileWhy, r.RCU, r.Closure, r.FitIterations, r.Missed, r.NetnsCleanupLines = "", "", "", nil, 0, nil, nil
+	r.batchLine() // from the figures (a report from before them has medians)
 	if err := r.chooseLine(); err != nil {
 		return err
 	}
@@ -268,7 +300,7 @@ func (r *Report) Refit(ctx context.Context) error {
 // closure records how well the emulated kernel with the final table
 // reproduces each calibration run.
 func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) error {
-	create, dels, err := emulated(ctx, base, r.Table, sizes)
+	create, dels, err := emulated(ctx, base, r.Table, sizes, r.figure())
 	if err != nil {
 		return fmt.Errorf("calibrate: closure: %w", err)
 	}
@@ -281,7 +313,7 @@ func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) erro
 	}
 	r.Closure = []ClosurePoint{pt("create", sizes[len(sizes)-1], r.CreateNS, create)}
 	for i, b := range r.Batches {
-		r.Closure = append(r.Closure, pt("batched delete", b.Devices, b.P50NS, dels[i]))
+		r.Closure = append(r.Closure, pt("batched delete", b.Devices, b.Figure(), dels[i]))
 	}
 	if err := r.netnsClosure(ctx, base); err != nil {
 		return err
@@ -292,6 +324,7 @@ func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) erro
 	for _, p := range r.Closure {
 		r.Table.Extra["closure_"+slugOf(p)+"_permille"] = int64(math.Round(1000 * p.Error))
 	}
+	r.Missed = r.Misses()
 	return nil
 }
 
@@ -332,12 +365,14 @@ func (r *Report) Misses() []string {
 		var m string
 		switch p.What {
 		case "create":
-			m = "the per-device register cost, fitted to the creates' median, does not give their time back: the create runs of this calibration spread more than the fit can follow"
+			m = "the per-device register cost, fitted to the creates' figure, does not give their time back: the create runs of this calibration spread more than the fit can follow"
 		case "batched delete":
 			both := len(dels) == 2 && math.Abs(dels[0].Error) > ClosureLimit && math.Abs(dels[1].Error) > ClosureLimit
 			switch {
+			case len(dels) == 2 && (dels[0].Error > 0) != (dels[1].Error > 0) && r.fixedAtBound():
+				m = r.fixedMiss()
 			case !both:
-				m = "only this batch size misses: its runs spread (where in the tick each starts, and other work on the machine), and the fit, on the medians of both sizes, follows the other"
+				m = "only this batch size misses: its runs spread (where in the tick each starts, and other work on the machine), and the fit, on the figures of both sizes, follows the other"
 			case (dels[0].Error > 0) == (dels[1].Error > 0):
 				m = "both batch sizes miss the same way: the fixed part of a batched delete (its two expedited grace periods and netdev_run_todo's rcu_barrier(), which end on ticks) is not the host's; a grace period here took " + r.gpNote()
 			default:
@@ -349,13 +384,39 @@ func (r *Report) Misses() []string {
 				m += "; " + r.NetnsFiles
 			}
 		case "netns cleanup done":
-			m = "the cleanup_net runs (netns_exit_ns a namespace, fitted to the runs' own durations, with the model's batching, its grace period and two rcu_barrier()s) do not reproduce this size: the namespaces the runs took, or their waits, differ from the model's"
+			m = r.cleanupMiss(p.Devices)
 		default:
 			m = workloadMiss(p.What)
 		}
 		out = append(out, fmt.Sprintf("%s %d (%+.1f%%): %s", p.What, p.Devices, 100*p.Error, m))
 	}
 	return out
+}
+
+// fixedAtBound reports whether the fitted unregister_batch is at one of
+// its bounds: 0, or the per-batch CPU time measured in the sending thread.
+func (r *Report) fixedAtBound() bool {
+	if r.Table == nil {
+		return false
+	}
+	b := r.Table.Costs[costs.UnregisterBatch]
+	return b == 0 || b == max(0, r.CPUInterceptNS)
+}
+
+// fixedMiss says how the fixed part of a batched delete, measured (the
+// line through the sizes' figures) and emulated (the line through the
+// emulated figures), differ when unregister_batch cannot take it up.
+func (r *Report) fixedMiss() string {
+	var xs []int
+	var es []int64
+	for _, p := range r.Closure {
+		if p.What == "batched delete" {
+			xs, es = append(xs, p.Devices), append(es, p.EmulatedNS)
+		}
+	}
+	_, eIcpt := line(xs[0], es[0], xs[1], es[1])
+	return fmt.Sprintf("the two batch sizes miss in opposite directions: the fixed part of a batched delete is %s here (the line through both sizes) and %s in the model, whose fixed part is its own waits (two expedited grace periods and netdev_run_todo's rcu_barrier(), ending on ticks) plus unregister_batch %s, held between 0 and the %s of CPU a batch took in the sending thread; so the per-device cost, fitted between the sizes, cannot give both back (a grace period here took %s)",
+		dur(r.InterceptNS), dur(eIcpt), dur(r.Table.Costs[costs.UnregisterBatch]), dur(max(0, r.CPUInterceptNS)), r.gpNote())
 }
 
 // gpNote describes the host's measured grace period.

@@ -27,7 +27,7 @@ func TestFitNetnsRecoversCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes := []int{netnsSmall, netnsLarge}
-	measured, err := emulatedNetns(ctx, base, truth, sizes)
+	measured, err := emulatedNetns(ctx, base, truth, sizes, MidMean)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		_ = nlbackend.Reset(cctx, nso)
 	}()
 
-	r := &Report{Host: b.Host(), Knobs: readKnobs()}
+	r := &Report{Host: b.Host(), Knobs: readKnobs(), Figures: FiguresMidMean}
 	r.HZ = r.Host.HZ
 
 	progress("grace periods (membarrier)")
@@ -228,16 +228,16 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 			}
 		}
 	}
-	r.CreateNS = median(createMedians)
+	r.CreateNS = MidMean(createMedians)
 	for _, size := range []int{o.Small, o.Large} {
 		if kind == "veth" && size%2 != 0 {
 			size++
 		}
-		r.Batches = append(r.Batches, BatchPoint{Devices: size, P50NS: median(runs[size]), RunsNS: runs[size],
-			CPUP50NS: median(cpuRuns[size])})
+		r.Batches = append(r.Batches, BatchPoint{Devices: size, P50NS: median(runs[size]), MidMeanNS: MidMean(runs[size]),
+			RunsNS: runs[size], CPUP50NS: median(cpuRuns[size])})
 	}
 	s, l := r.Batches[0], r.Batches[1]
-	r.SlopeNS, r.InterceptNS = line(s.Devices, s.P50NS, l.Devices, l.P50NS)
+	r.batchLine()
 	r.CPUSlopeNS, r.CPUInterceptNS = line(s.Devices, s.CPUP50NS, l.Devices, l.CPUP50NS)
 	return nil
 }

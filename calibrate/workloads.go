@@ -37,7 +37,7 @@ import (
 // unshares or churns is an input.
 
 // WorkloadPoint is one workload calibration run: what, how many, and the
-// median of its rounds on the real kernel.
+// figure of its rounds on the real kernel (MidMean).
 type WorkloadPoint struct {
 	What       string `json:"what"`
 	Count      int    `json:"count"`
@@ -173,18 +173,17 @@ func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) err
 	}
 	whats = append(whats, WorkVethNetns)
 	for _, w := range whats {
-		r.Workloads = append(r.Workloads, WorkloadPoint{What: w, Count: workloadCount, MeasuredNS: median(runs[w]), Rounds: len(runs[w]), RunsNS: runs[w]})
+		r.Workloads = append(r.Workloads, WorkloadPoint{What: w, Count: workloadCount, MeasuredNS: MidMean(runs[w]), Rounds: len(runs[w]), RunsNS: runs[w]})
 	}
 	return nil
 }
 
 // emulatedWorkload runs one workload run on the emulated kernel with table
-// t: the median over closureSeeds seeds.
-func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, kind, what string, n int) (int64, error) {
+// t: the figure (fig) over ClosurePhases start phases.
+func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, kind, what string, n int, fig figureFunc) (int64, error) {
 	var out []int64
-	for seed := uint64(1); seed <= closureSeeds; seed++ {
-		c := base
-		c.Costs, c.Seed, c.Ephemeral = t, seed, true
+	for _, c := range closureConfigs(base, t) {
+		c.Ephemeral = true
 		b, err := emu.Open(ctx, c)
 		if err != nil {
 			return 0, err
@@ -196,7 +195,7 @@ func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, kind
 		}
 		out = append(out, v)
 	}
-	return median(out), nil
+	return fig(out), nil
 }
 
 // emuKind is the emulated devices' kind for the host's: ifb, or the
@@ -336,7 +335,7 @@ func (r *Report) fitWorkloads(ctx context.Context, base emu.Config) error {
 		point[w.What] = w
 	}
 	relErr := func(w WorkloadPoint) (float64, error) {
-		e, err := emulatedWorkload(ctx, base, t, r.Kind, w.What, w.Count)
+		e, err := emulatedWorkload(ctx, base, t, r.Kind, w.What, w.Count, r.figure())
 		if err != nil {
 			return 0, fmt.Errorf("calibrate: %s: %w", w.What, err)
 		}
@@ -434,7 +433,7 @@ func secant(set func(float64), resid func() (float64, error), f0, f1, lo float64
 // workloadClosure adds the workload runs to the closure.
 func (r *Report) workloadClosure(ctx context.Context, base emu.Config) error {
 	for _, w := range r.Workloads {
-		e, err := emulatedWorkload(ctx, base, r.Table, r.Kind, w.What, w.Count)
+		e, err := emulatedWorkload(ctx, base, r.Table, r.Kind, w.What, w.Count, r.figure())
 		if err != nil {
 			return fmt.Errorf("calibrate: %s closure: %w", w.What, err)
 		}

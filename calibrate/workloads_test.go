@@ -38,13 +38,13 @@ func TestFitWorkloadsRecoversItsRuns(t *testing.T) {
 	ctx := context.Background()
 	whats := []string{WorkAddr6Add, WorkAddr6Del, WorkAddrAdd, WorkAddrDel,
 		fmt.Sprintf(WorkChildAdd, ndst.KindMacvlan), fmt.Sprintf(WorkChildDel, ndst.KindMacvlan), WorkVethNetns}
-	r := &Report{Table: tab, Kind: "ifb"}
+	r := &Report{Table: tab, Kind: "ifb", Figures: FiguresMidMean}
 	r.Table.Extra = maps.Clone(tab.Extra)
 	if r.Table.Extra == nil {
 		r.Table.Extra = map[string]int64{}
 	}
 	for _, w := range whats {
-		ns, err := emulatedWorkload(ctx, base, &known, "ifb", w, workloadCount)
+		ns, err := emulatedWorkload(ctx, base, &known, "ifb", w, workloadCount, MidMean)
 		if err != nil {
 			t.Fatalf("%s: %v", w, err)
 		}
@@ -84,13 +84,13 @@ func TestFitWorkloadsBalancesARunBelowItsBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	r := &Report{Table: tab, Kind: "ifb"}
+	r := &Report{Table: tab, Kind: "ifb", Figures: FiguresMidMean}
 	r.Table.Extra = maps.Clone(tab.Extra)
 	if r.Table.Extra == nil {
 		r.Table.Extra = map[string]int64{}
 	}
 	for _, w := range []string{WorkAddr6Add, WorkAddrAdd} {
-		ns, err := emulatedWorkload(ctx, base, tab, "ifb", w, workloadCount)
+		ns, err := emulatedWorkload(ctx, base, tab, "ifb", w, workloadCount, MidMean)
 		if err != nil {
 			t.Fatalf("%s: %v", w, err)
 		}

@@ -43,7 +43,13 @@ type Config struct {
 	Preempt  string
 	RCU      string // "tree" (default) or "tiny"
 	Seed     uint64
-	Costs    *costs.Table // nil: costs.Default()
+	// StartPhase, when set, is where in the tick period every command
+	// starts, as a fraction of a jiffy in [0, 1): the command's task waits
+	// for the next instant that far into a jiffy instead of a seeded
+	// random pause. Runs at evenly spaced phases (PhaseSweep) stand for a
+	// real command, which starts wherever in the tick it happens to.
+	StartPhase *float64
+	Costs      *costs.Table // nil: costs.Default()
 	// CostsPath is where Costs was read from, to name it in results.
 	CostsPath string
 	// Watchdog is the soft-lockup threshold in virtual time (0: the
@@ -247,6 +253,9 @@ func resolve(c Config) (*resolved, error) {
 	if c.Jitter >= 1 {
 		return nil, ndst.Usagef("jitter must be below 1, got %g", c.Jitter)
 	}
+	if c.StartPhase != nil && !(*c.StartPhase >= 0 && *c.StartPhase < 1) {
+		return nil, ndst.Usagef("start phase must be in [0, 1) of a jiffy, got %g", *c.StartPhase)
+	}
 	ct := c.Costs
 	if ct == nil {
 		ct = costs.Default()
@@ -336,6 +345,8 @@ type kernel struct {
 	knobs *netdev.Knobs
 	// maxEvents is Config.MaxEvents.
 	maxEvents int64
+	// startPhase is Config.StartPhase.
+	startPhase *float64
 }
 
 const maxKernelLog = 64
@@ -375,7 +386,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	}
 	reg.RefTracker = r.cfg.RefTracker
 	r.knobs.ApplyRegistry(reg)
-	k := &kernel{e: e, rcu: rc, reg: reg, knobs: r.knobs, maxEvents: r.cfg.MaxEvents}
+	k := &kernel{e: e, rcu: rc, reg: reg, knobs: r.knobs, maxEvents: r.cfg.MaxEvents, startPhase: r.cfg.StartPhase}
 	if r.cfg.TracePath != "" {
 		k.trace = &sim.Trace{}
 		e.SetTrace(k.trace)
@@ -410,10 +421,16 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 
 // run executes body as the task that writes the command to /proc (the
 // emulated ndst module, which calls cond_resched() between devices), starting
-// at a seeded phase within the first jiffy, and returns its virtual time.
+// at a seeded phase within the first jiffy (or at Config.StartPhase of the
+// next one), and returns its virtual time.
 func (k *kernel) run(ctx context.Context, body func(t *sim.Task, sys sim.Time)) (sim.Time, error) {
 	var start, end sim.Time = -1, -1
-	phase := sim.Time(k.e.Rand().Int64N(int64(k.e.Period())))
+	period := k.e.Period()
+	phase := sim.Time(k.e.Rand().Int64N(int64(period)))
+	if k.startPhase != nil {
+		at := sim.Time(*k.startPhase * float64(period))
+		phase = ((at-k.e.Now())%period + period) % period
+	}
 	defer func() {
 		if k.phases == nil && k.task != nil {
 			k.phases = k.task.Phases() // a stopped run: up to where it stopped
@@ -883,4 +900,22 @@ func (b *Backend) List(ctx context.Context, req ndst.ListRequest) ([]ndst.Device
 	}
 	slices.SortFunc(out, func(a, b ndst.Device) int { return a.Ifindex - b.Ifindex })
 	return out, nil
+}
+
+// PhaseSweep is c at k evenly spaced start phases: the i-th copy starts
+// every command (i+1/2)/k of the way into a jiffy (Config.StartPhase) and
+// draws its other randomness (the jitter of charged costs) from seed
+// c.Seed+i. A real command starts wherever in the tick it happens to, so
+// its runs' times are spread as these copies' are; the copies are the
+// emulated counterpart of a measured set of rounds, and their median the
+// counterpart of the rounds' median. Same c and k, same copies.
+func PhaseSweep(c Config, k int) []Config {
+	out := make([]Config, k)
+	for i := range out {
+		ph := (float64(i) + 0.5) / float64(k)
+		out[i] = c
+		out[i].Seed = c.Seed + uint64(i)
+		out[i].StartPhase = &ph
+	}
+	return out
 }
