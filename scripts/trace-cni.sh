@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# trace-cni.sh: what a CNI DEL ('ndst netns del --cni') waits for on this
+# kernel, from the scheduler's tracepoints, and when the namespace's cleanup
+# comes after it.
+#
+#   scripts/trace-cni.sh [--count N] [--pairs K] [--out DIR]
+#
+# 1. K times (default 4): one pod (a namespace with lo up and a veth pair)
+#    deleted with --cni, and one without; it prints the median of each
+#    one's time from the delete's return to the cleanup's end. With --cni
+#    the namespace's last reference is the netlink socket the DEL used,
+#    freed in an RCU callback after its close (netlink_release's
+#    deferred_put_nlk_sk), so its cleanup starts that much later.
+# 2. N pods (default 30) deleted with --cni under `perf record -a -g` of
+#    sched:sched_switch and sched:sched_waking. Each sleep of the deleting
+#    thread inside its RTM_DELLINK (rtnl_dellink on the kernel stack) is
+#    classed by where it slept: rcu_barrier()'s mutex
+#    (rcu_state.barrier_mutex, held by another rcu_barrier caller), the
+#    barrier's own completion (its callbacks), synchronize_rcu_expedited
+#    (synchronize_net under RTNL), RTNL. It prints, per class, the sleeps,
+#    their median and total (from the switch out to the switch back in),
+#    and who released the barrier mutex to it (the kernel function that
+#    called mutex_unlock, from the waker's stack: the namespace cleanup
+#    worker's netdev_run_todo in default_device_exit_batch, or cleanup_net's
+#    final rcu_barrier).
+#
+# It needs root, perf (Debian: linux-perf), go and the ndst tree it is in;
+# it builds ndst, takes /tmp/ndst-realkernel.lock for the real-kernel parts,
+# and runs perf in a private mount namespace of its own (perf mounts tracefs
+# where it is not mounted; the host's mount namespace is left alone). The
+# namespaces are ndst's own ('ndst netns add'; 'ndst --backend netlink
+# reset' removes any an interrupted run leaves). DIR (default: a temporary
+# folder, removed at the end) keeps perf's text output (cni.perf.txt).
+# Exit: 0 ok, 1 a step failed or not root, 2 usage, 3 a tool is missing.
+set -euo pipefail
+prog=trace-cni
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+usage() {
+	echo "$prog: $*  (see: $0 --help)" >&2
+	exit 2
+}
+die() { echo "$prog: $*" >&2; exit 1; }
+
+count=30 pairs=4 out=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--count | --pairs | --out)
+		[ $# -ge 2 ] || usage "$1 needs a value"
+		case "$1" in
+		--count) count=$2 ;;
+		--pairs) pairs=$2 ;;
+		--out) out=$2 ;;
+		esac
+		shift
+		;;
+	-h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	*) usage "unknown argument '$1'" ;;
+	esac
+	shift
+done
+[[ $count =~ ^[1-9][0-9]{0,3}$ ]] && ((count <= 1000)) || usage "--count '$count': want pods from 1 to 1000"
+[[ $pairs =~ ^[0-9]{1,2}$ ]] && ((pairs <= 50)) || usage "--pairs '$pairs': want 0 to 50"
+if [ -n "$out" ]; then
+	[ -d "$out" ] || usage "--out '$out': no such folder"
+fi
+[ "$(id -u)" = 0 ] || die "needs root (real namespaces, perf -a); running as uid $(id -u)"
+for tool in perf go unshare flock; do
+	command -v "$tool" >/dev/null || { echo "$prog: $tool is missing" >&2; exit 3; }
+done
+
+work=$(mktemp -d)
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+[ -n "$out" ] || out=$work
+(cd "$repo" && go build -o "$work/ndst" ./cmd/ndst)
+nd=("$work/ndst" --backend netlink)
+export XDG_STATE_HOME=$work/state
+
+# num KEY: the integer KEY of a --json result on stdin.
+num() { grep -o "\"$1\":[0-9]*" | head -n1 | cut -d: -f2; }
+# median of the numbers on stdin (the lower middle one).
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+
+echo "kernel $(uname -r), $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if ((pairs > 0)); then
+	: >"$work/cni" && : >"$work/alone"
+	for ((i = 0; i < pairs; i++)); do
+		for style in cni alone; do
+			flag=() && [ "$style" = alone ] || flag=(--cni)
+			j=$(flock /tmp/ndst-realkernel.lock sh -c '"$@" netns add 1 --veth --lo-up >/dev/null && "$@" --json netns del 1 1 '"${flag[*]:-}" sh "${nd[@]}" 2>"$work/err") ||
+				die "one pod's add and delete ($style) failed: $j $(cat "$work/err")"
+			r=$(num returned_ns <<<"$j") d=$(num done_ns <<<"$j")
+			[ -n "$r" ] && [ -n "$d" ] || die "no returned or done time in: $j"
+			echo $((d - r)) >>"$work/$style"
+		done
+	done
+	ms() { awk '{ printf "%.1f ms", $1 / 1e6 }'; }
+	echo "one pod, from the delete's return to the cleanup's end ($pairs each, median):" \
+		"with --cni $(median <"$work/cni" | ms), the namespace alone $(median <"$work/alone" | ms)"
+fi
+
+# The traced run, in a private mount namespace (perf may mount tracefs).
+cat >"$work/traced.sh" <<'EOF'
+set -eu
+"$@" netns add "$COUNT" --veth --lo-up >/dev/null
+perf record -o "$WORK/perf.data" -k mono -a -g -e sched:sched_switch -e sched:sched_waking -- \
+	"$@" netns del 1 "$COUNT" --cni >"$WORK/del.txt"
+perf script -i "$WORK/perf.data" --ns -F comm,tid,cpu,time,event,trace,ip,sym >"$WORK/perf.txt" 2>/dev/null
+rm -f "$WORK/perf.data"
+EOF
+COUNT=$count WORK=$work flock /tmp/ndst-realkernel.lock unshare -m --propagation private bash "$work/traced.sh" "${nd[@]}" ||
+	die "the traced delete of $count pods failed"
+[ "$out" = "$work" ] || cp "$work/perf.txt" "$out/cni.perf.txt"
+grep -E '^per pod|^returned' "$work/del.txt" || true
+awk -v pods="$count" '
+function median(list,   n, a, i, j, t) {
+	n = split(list, a, " ")
+	for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+	return n ? a[int((n + 1) / 2)] : 0
+}
+# A record: a header line, then its stack, innermost first, one frame a line.
+function woke(p) {
+	d = (t - since[p]) * 1000
+	cls = class[p]
+	cnt[cls]++; tot[cls] += d; lst[cls] = lst[cls] " " d
+	if (p in waker) { nrel++; rel = rel " " (t - waker[p]) * 1e6 }
+	delete since[p]; delete waker[p]
+}
+function flush() {
+	if (ev == "") return
+	# A sleep ends when its thread is switched in, or, if perf lost that
+	# record, at the first event of the thread itself.
+	if (tid in since) woke(tid)
+	if (ev == "sched:sched_switch") {
+		if (match(args, /next_pid=[0-9]+/)) {
+			np = substr(args, RSTART + 9, RLENGTH - 9)
+			if (np in since) woke(np)
+		}
+		if (comm ~ /^ndst/ && args ~ /prev_state=D/ && frames ~ /<rtnl_dellink/) {
+			c = "other"
+			if (frames ~ /^(__mutex_lock[^<]*<)?rcu_barrier</ && frames ~ /^__mutex_lock/) c = "rcu_barrier: waiting for its mutex (another caller'"'"'s barrier)"
+			else if (frames ~ /^wait_for_completion<rcu_barrier</) c = "rcu_barrier: waiting for its callbacks"
+			else if (frames ~ /^[^<]*synchronize_rcu_expedited</ || frames ~ /^synchronize_rcu_expedited/) c = "synchronize_rcu_expedited (synchronize_net)"
+			else if (frames ~ /rtnl_lock/) c = "RTNL"
+			since[tid] = t; class[tid] = c
+		}
+	} else if (ev == "sched:sched_waking" && match(args, /pid=[0-9]+/)) {
+		p = substr(args, RSTART + 4, RLENGTH - 4)
+		if ((p in since) && class[p] ~ /mutex/ && !(p in waker)) {
+			w = frames; sub(/^.*__mutex_unlock_slowpath[^<]*</, "", w); split(w, f, "<")
+			by = comm; sub(/[-\/].*/, "", by)
+			holder[by " in " f[1] (f[2] != "" ? " (from " f[2] ")" : "")]++
+			waker[p] = t
+			tc = args; sub(/.*target_cpu=0*/, "", tc)
+			if (tc + 0 == cpu + 0) samecpu++
+		}
+	}
+}
+/^[^\t]/ {
+	flush()
+	ev = ""; frames = ""
+	if (!match($0, /\] +[0-9]+\.[0-9]+: +[a-z_]+:[a-z_]+:/)) next
+	hdr = substr($0, 1, RSTART - 1); rest = substr($0, RSTART)
+	# comm may hold spaces: the tid is the last word before the [cpu].
+	cpu = hdr; sub(/^.*\[/, "", cpu); sub(/ *\[[0-9]+$/, "", hdr); tid = hdr; sub(/^.* /, "", tid); comm = hdr; sub(/ +[0-9]+$/, "", comm); sub(/^ +/, "", comm)
+	split(rest, r, " "); t = r[2] + 0; ev = r[3]; sub(/:$/, "", ev)
+	args = rest; sub(/^[^:]+: +[^ ]+ /, "", args)
+	next
+}
+/^[ \t]+[0-9a-f]+ / {
+	fn = $2; sub(/\+0x.*/, "", fn)
+	if (fn ~ /^(__schedule|schedule|schedule_timeout|schedule_preempt_disabled|preempt_schedule_common|io_schedule)$/) next
+	frames = frames (frames == "" ? "" : "<") fn
+	next
+}
+END {
+	flush()
+	printf "%d pods: the deleting thread'"'"'s sleeps inside its RTM_DELLINK (perf sched_switch, switch out to switch in):\n", pods
+	for (c in cnt) printf "  %-62s %4d sleeps, median %7.2f ms, total %8.1f ms (%.2f ms a pod)\n", c, cnt[c], median(lst[c]), tot[c], tot[c] / pods
+	for (hh in holder) printf "  the barrier mutex was released to it by %s: %d times\n", hh, holder[hh]
+	if (nrel) printf "  from that release to running again: median %.0f us (%d of %d woken on the releasing CPU)\n", median(rel), samecpu, nrel
+}' "$work/perf.txt"
