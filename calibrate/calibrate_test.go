@@ -304,6 +304,14 @@ func TestMissesNameTheMechanism(t *testing.T) {
 	if m := r.Misses(); len(m) != 3 || !strings.Contains(m[0], "both batch sizes miss the same way") || !strings.Contains(m[0], "unmeasured") {
 		t.Errorf("Misses() = %q, want both batch sizes named as the fixed, tick-bound part", m)
 	}
+	// The cleanup runs' lines, when the closure has them, give the fixed
+	// part measured and emulated, and the deletes' own miss.
+	r.Closure[4].Devices = 40
+	r.NetnsCleanupLines = &CleanupLines{MeasuredFixedNS: 36_000_000, MeasuredPerNS: 300_000, EmulatedFixedNS: 31_000_000, EmulatedPerNS: 300_000}
+	if m := r.Misses(); len(m) != 3 || !strings.Contains(m[2], "is 36.00ms here and 31.00ms in the model") ||
+		!strings.Contains(m[2], "take 5.00ms longer than the model's") || !strings.Contains(m[2], "return -30% off") {
+		t.Errorf("Misses() = %q, want the cleanup runs' fixed parts and the deletes' miss named", m)
+	}
 	// A namespace create that misses names the filesystem of the
 	// namespaces' files when calibrate found it to be the drifting cost.
 	r = &Report{Closure: []ClosurePoint{{What: "netns add", Devices: 40, Error: 0.08}}}
@@ -313,6 +321,13 @@ func TestMissesNameTheMechanism(t *testing.T) {
 	r.NetnsFiles = "/run/netns is on ext4 without a journal (vda), ..."
 	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "netns_setup_ns") || !strings.Contains(m[0], "ext4 without a journal") {
 		t.Errorf("Misses() = %q, want the setup cost and the filesystem named", m)
+	}
+	// A workload add whose own costs stopped at their floor names the
+	// create cost it rests on.
+	r = &Report{CreateNS: 134_000, Closure: []ClosurePoint{{What: WorkAddr6Add, Devices: 100, Error: 0.12}},
+		workloadAtFloor: map[string]float64{WorkAddr6Add: 0.12}}
+	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "stop at their floor") || !strings.Contains(m[0], "134.0µs a device") {
+		t.Errorf("Misses() = %q, want the floor and the one-by-one create cost named", m)
 	}
 }
 

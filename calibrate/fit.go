@@ -387,6 +387,9 @@ func (r *Report) Misses() []string {
 			m = r.cleanupMiss(p.Devices)
 		default:
 			m = workloadMiss(p.What)
+			if e, ok := r.workloadAtFloor[p.What]; ok {
+				m = r.workloadFloorMiss(p.What, e)
+			}
 		}
 		out = append(out, fmt.Sprintf("%s %d (%+.1f%%): %s", p.What, p.Devices, 100*p.Error, m))
 	}

@@ -363,8 +363,12 @@ func (r *Report) cleanupMiss(n int) string {
 	}
 	m += fmt.Sprintf(": a run's fixed part (least squares over every run of both sizes) is %s here and %s in the model, its time a namespace %s and %s",
 		dur(l.MeasuredFixedNS), dur(l.EmulatedFixedNS), dur(l.MeasuredPerNS), dur(l.EmulatedPerNS))
-	if l.MeasuredFixedNS > 0 && math.Abs(float64(l.EmulatedFixedNS-l.MeasuredFixedNS)) > 0.05*float64(l.MeasuredFixedNS) {
-		m += " (the fixed part is the model's waits, nothing fitted: the host's grace period and rcu_barrier()s in cleanup_net take longer or shorter than the model's)"
+	if d := l.MeasuredFixedNS - l.EmulatedFixedNS; l.MeasuredFixedNS > 0 && math.Abs(float64(d)) > 0.05*float64(l.MeasuredFixedNS) {
+		how := "longer"
+		if d < 0 {
+			how = "shorter"
+		}
+		m += fmt.Sprintf(" (the fixed part is the model's waits, nothing fitted: the host's grace period and rcu_barrier()s in cleanup_net take %s %s than the model's, in each of the runs the namespaces take; a grace period here took %s)", dur(abs(d)), how, r.gpNote())
 	}
 	for _, p := range r.Closure {
 		if p.What == NetnsReturned && p.Devices == n && math.Abs(p.Error) > ClosureLimit {
