@@ -26,8 +26,10 @@ import (
 //     methods, lo registered by loopback_net_init.
 //   - Unmount is the umount of its /run/netns bind mount, where the line
 //     has named namespaces: a grace period before the last mntput.
-//   - Put drops the last reference (__put_net): the namespace goes on the
-//     cleanup list and the cleanup work is queued.
+//   - Put drops the delete's reference; when it is the last (__put_net),
+//     the namespace goes on the cleanup list and the cleanup work is
+//     queued. A netlink socket opened in it holds one more until its
+//     RCU-deferred free (socket.go), which then queues it.
 //   - The cleanup work (one kernel thread, the ordered netns workqueue)
 //     takes every namespace queued so far as one batch (2.6.33+; one per
 //     work item before), unlists them, waits one grace period, runs the

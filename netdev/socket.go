@@ -29,7 +29,7 @@ func (ns *Namespaces) OpenSocket(n *Netns) {
 // deleted meanwhile and this was its last reference.
 func (ns *Namespaces) CloseSocket(t *sim.Task, n *Netns) {
 	if n.sockets <= 0 {
-		panic("netdev: close of a socket namespace " + n.Name + " does not have")
+		panic("netdev: socket closed in namespace " + n.Name + ", which has none open")
 	}
 	ns.host.rcu.CallRCU(t, func() {
 		if n.sockets--; n.sockets == 0 && n.State == NetnsQueued {
