@@ -148,6 +148,9 @@ type Report struct {
 	// why there is none.
 	Stalls      *costs.Stalls `json:"stalls,omitempty"`
 	StallsError string        `json:"stalls_error,omitempty"`
+	// Wakeup is the latency of a wake-up from one CPU to another, idle
+	// one (stallprobe.Wakeups, stalls.go): measured, not yet modelled.
+	Wakeup *costs.Distribution `json:"wakeup_latency,omitempty"`
 
 	Kind        string       `json:"kind"`
 	RoundTripNS int64        `json:"round_trip_ns"`

@@ -278,6 +278,8 @@ func TestRunOnHost(t *testing.T) {
 		t.Errorf("Run() has neither a stall measurement nor a reason for its absence")
 	case r.Stalls != nil && (r.Table.Host.Stalls != r.Stalls || r.Stalls.SpunNS <= 0 || r.Stalls.CPUs != r.Host.CPUs):
 		t.Errorf("Run() stalls %+v (table %+v), want the probe's figures for %d CPUs in the table", r.Stalls, r.Table.Host.Stalls, r.Host.CPUs)
+	case r.Stalls != nil && r.Host.CPUs > 1 && (r.Wakeup == nil || r.Wakeup.N != 100*r.Host.CPUs*(r.Host.CPUs-1) || r.Stalls.OneBusy == nil):
+		t.Errorf("Run() on %d CPUs: wake-ups %+v, one-busy stalls %+v; want both", r.Host.CPUs, r.Wakeup, r.Stalls.OneBusy)
 	}
 	var buf bytes.Buffer
 	r.WriteText(&buf)

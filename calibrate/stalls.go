@@ -42,8 +42,22 @@ func (r *Report) measureStalls(ctx context.Context) error {
 		return fmt.Errorf("stall probe: %v", err)
 	}
 	r.Stalls = s
+	if len(p.CPUs) > 1 {
+		ws, err := stallprobe.Wakeups(ctx, wakeupSamples)
+		if err != nil {
+			return err
+		}
+		var all []int64
+		for _, w := range ws {
+			all = append(all, w.LatenciesNS...)
+		}
+		r.Wakeup = distribution(all)
+	}
 	return nil
 }
+
+// wakeupSamples is how many cross-CPU wake-ups are timed per pair of CPUs.
+const wakeupSamples = 100
 
 // stallSet summarises one probe run.
 func stallSet(p *stallprobe.Result) costs.StallSet {
@@ -131,5 +145,9 @@ func (r *Report) stallSummary() string {
 		line("one at a time", *s.OneBusy)
 	}
 	b.WriteString("\n")
+	if w := r.Wakeup; w != nil {
+		fmt.Fprintf(&b, "wake-up:         a thread on another, idle CPU woken through a pipe x %d: min %s, p50 %s, mean %s, p99 %s, max %s (not modelled)\n",
+			w.N, dur(w.MinNS), dur(w.P50NS), dur(w.MeanNS), dur(w.P99NS), dur(w.MaxNS))
+	}
 	return b.String()
 }

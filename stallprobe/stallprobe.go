@@ -173,3 +173,17 @@ func spin(c *CPU, window, threshold time.Duration) {
 		}
 	}
 }
+
+// Wakeup is what the wake-up probe saw from one CPU to another: a thread
+// pinned to From writes a byte into a pipe that a thread pinned to To,
+// blocked in read(2) on an otherwise idle CPU, returns from; the latency is
+// from before the write to after the read, both threads' system calls
+// included. In a virtual machine whose idle virtual CPU halts, it includes
+// the host's time to run that vCPU's thread again, which the spinning
+// probe, keeping its vCPUs busy, never sees.
+type Wakeup struct {
+	From int `json:"from_cpu"`
+	To   int `json:"to_cpu"`
+	// LatenciesNS are the samples, in the order taken.
+	LatenciesNS []int64 `json:"latencies_ns"`
+}

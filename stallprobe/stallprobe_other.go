@@ -14,3 +14,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 // RunEach is Linux only, as Run.
 func RunEach(ctx context.Context, o Options) (*Result, error) { return Run(ctx, o) }
+
+// Wakeups is Linux only, as Run.
+func Wakeups(ctx context.Context, n int) ([]Wakeup, error) {
+	_, err := Run(ctx, Options{})
+	return nil, err
+}

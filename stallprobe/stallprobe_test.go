@@ -71,3 +71,28 @@ func TestProbeRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeupsRun times a few wake-ups between this machine's CPUs.
+func TestWakeupsRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the probe is Linux only")
+	}
+	if _, err := Wakeups(context.Background(), 0); err == nil {
+		t.Errorf("Wakeups(0): no error")
+	}
+	ws, err := Wakeups(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.From == w.To || len(w.LatenciesNS) != 5 {
+			t.Errorf("wake-ups %d -> %d: %d samples, want 5", w.From, w.To, len(w.LatenciesNS))
+		}
+		for _, l := range w.LatenciesNS {
+			if l <= 0 || l > int64(time.Second) {
+				t.Errorf("wake-up %d -> %d took %d ns", w.From, w.To, l)
+			}
+		}
+		t.Logf("%d -> %d: %v ns", w.From, w.To, w.LatenciesNS)
+	}
+}
