@@ -433,7 +433,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, " (%s of %d, after a warm-up round) -> %s per device + %s per batch\n", r.figuresOf(), len(r.Batches[0].RunsNS), dur(r.SlopeNS), dur(r.InterceptNS))
 	for _, p := range r.Batches {
 		if lo, hi := slices.Min(p.RunsNS), slices.Max(p.RunsNS); len(p.RunsNS) > 1 && lo > 0 && float64(hi)/float64(lo) > spreadLimit {
-			fmt.Fprintf(&b, "warning: the %d-device batched deletes ranged from %s to %s (%.1fx, more than where in the tick they start explains): this machine is noisy now, and the fit is only as good as their medians\n",
+			fmt.Fprintf(&b, "warning: the %d-device batched deletes ranged from %s to %s (%.1fx, more than where in the tick they start explains): this machine is noisy now, and the fit is only as good as their figures\n",
 				p.Devices, dur(lo), dur(hi), float64(hi)/float64(lo))
 		}
 	}

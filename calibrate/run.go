@@ -184,7 +184,7 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 	// every later command sees.
 	// Where either size's runs spread more than where in the tick each
 	// starts explains (spreadLimit), as many rounds again are measured:
-	// the fit is on the medians, and the medians of so spread runs move
+	// the fit is on their figures, and the figures of so spread runs move
 	// by more than the closure limit from one calibration to the next (the
 	// 100-device medians of five calibrations on this project's host, at
 	// load 1.6-2.6, were 27.3 to 31.6 ms).

@@ -66,6 +66,9 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 			if !closed {
 				// The table says so itself, for whoever loads it later.
 				rep.Table.Notes = strings.TrimSpace(rep.Table.Notes + fmt.Sprintf(" This calibration does not close: its emulated kernel misses a calibration run by %.1f%%, so predictions from it are not trustworthy; calibrate again on a quiet machine.", 100*worst))
+				if len(rep.Missed) > 0 {
+					rep.Table.Notes += " What misses: " + strings.Join(rep.Missed, "; ") + "."
+				}
 			}
 			if out != "" {
 				if err := calibrate.Save(rep.Table, out); err != nil {
