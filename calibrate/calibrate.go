@@ -194,8 +194,8 @@ type Report struct {
 	// Missed says, for every gated run the closure misses, what misses
 	// (Misses).
 	Missed []string `json:"misses,omitempty"`
-	// workloadAtFloor is, for each workload run whose own costs the fit
-	// left at their floor still too slow, its relative error there.
+	// workloadAtFloor holds the workload runs whose own costs the fit left
+	// at their floor still too slow (with their relative error there).
 	workloadAtFloor map[string]float64
 
 	// LoadAvg is /proc/loadavg before and after the measurements: the

@@ -387,8 +387,8 @@ func (r *Report) Misses() []string {
 			m = r.cleanupMiss(p.Devices)
 		default:
 			m = workloadMiss(p.What)
-			if e, ok := r.workloadAtFloor[p.What]; ok {
-				m = r.workloadFloorMiss(p.What, e)
+			if _, ok := r.workloadAtFloor[p.What]; ok {
+				m = r.workloadFloorMiss(p.What, p.Error)
 			}
 		}
 		out = append(out, fmt.Sprintf("%s %d (%+.1f%%): %s", p.What, p.Devices, 100*p.Error, m))

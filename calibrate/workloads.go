@@ -285,8 +285,9 @@ func workloadMiss(what string) string {
 }
 
 // workloadFloorMiss says why a run whose own costs are at their floor is
-// still slower in the model than measured (by e, relative): the costs it
-// rests on besides its own, fitted to other runs, already exceed its time.
+// still slower in the model than measured (by e, relative, after the fit):
+// the costs it rests on besides its own, fitted to other runs, already
+// exceed its time.
 func (r *Report) workloadFloorMiss(what string, e float64) string {
 	m := fmt.Sprintf("%s, fitted to this run, stop at their floor, and the emulated run is still %+.1f%% off: ", strings.Join(workloadKeys(what), ", "), 100*e)
 	switch what {
