@@ -25,7 +25,9 @@ import (
 //     net_mutex in 2.6.3x, which a running cleanup holds), the pernet init
 //     methods, lo registered by loopback_net_init.
 //   - Unmount is the umount of its /run/netns bind mount, where the line
-//     has named namespaces: a grace period before the last mntput.
+//     has named namespaces: a grace period before the last mntput, which
+//     frees the mount's nsfs dentry, inode and mount by RCU callbacks on
+//     the deleting CPU (ReleaseMount).
 //   - Put drops the delete's reference; when it is the last (__put_net),
 //     the namespace goes on the cleanup list and the cleanup work is
 //     queued. A netlink socket opened in it holds one more until its
@@ -518,7 +520,8 @@ func (ns *Namespaces) holdRoutes(d *Device, i *devInfo) {
 
 // Unmount is umount2(MNT_DETACH) of n's bind mount under /run/netns, run by
 // t before Put: namespace_unlock() waits for the grace period the line's
-// UmountSync names before the final mntput, which drops n's reference (Put).
+// UmountSync names before the final mntput, which drops n's reference (Put)
+// and frees the mount's objects (ReleaseMount).
 // With no bind mount in the line (UmountNone) it does nothing.
 func (ns *Namespaces) Unmount(t *sim.Task, n *Netns) {
 	if n.State != NetnsAlive || ns.prof.UmountSync == UmountNone {
@@ -531,6 +534,30 @@ func (ns *Namespaces) Unmount(t *sim.Task, n *Netns) {
 		return
 	}
 	r.Synchronize(t)
+}
+
+// mntputFrees is how many RCU callbacks the final mntput of a namespace's
+// nsfs bind mount queues (cleanup_mnt at the umount's return to user, 6.18
+// fs/namespace.c l.1300-1321): the nsfs dentry's dput (whose iput drops
+// the namespace, Put) frees the dentry (fs/dcache.c dentry_free: call_rcu
+// unless DCACHE_NORCU, which nsfs's d_alloc_anon dentries lack) and its
+// inode (fs/inode.c destroy_inode: call_rcu(i_callback), nsfs having no
+// destroy_inode), and cleanup_mnt frees the mount
+// (call_rcu(delayed_free_vfsmnt)).
+const mntputFrees = 3
+
+// ReleaseMount is the rest of that final mntput, run by t after Put: the
+// RCU callbacks that free the dentry, the inode and the mount, queued on
+// t's CPU. Until they run, that CPU has callbacks: it keeps its tick
+// (rcu_needs_cpu) and the cleanup's rcu_barrier() waits for them too. With
+// no bind mount in the line (UmountNone) it does nothing.
+func (ns *Namespaces) ReleaseMount(t *sim.Task) {
+	if ns.prof.UmountSync == UmountNone {
+		return
+	}
+	for range mntputFrees {
+		ns.host.rcu.CallRCU(t, func() {})
+	}
 }
 
 // Put drops the reference of n that its delete holds, run by t; the caller

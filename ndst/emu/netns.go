@@ -562,6 +562,7 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 			}
 			ns.Unmount(t, n)
 			ns.Put(t, n)
+			ns.ReleaseMount(t)
 			returnToUser(t)
 			returned = t.Now()
 			if req.OneByOne && !ns.WaitDone(t, list[i:i+1], bound) {

@@ -190,6 +190,7 @@ func (b *Backend) churnOnce(ctx context.Context, req ndst.PodChurnRequest) (*chu
 					ns.Unmount(dt, n)
 					pending[n] = j
 					ns.Put(dt, n)
+					ns.ReleaseMount(dt)
 					returnToUser(dt)
 					deleteLat = append(deleteLat, int64(dt.Now()-s))
 					deleted++
