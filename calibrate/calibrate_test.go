@@ -331,6 +331,15 @@ func TestMissesNameTheMechanism(t *testing.T) {
 	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "stop at their floor") || !strings.Contains(m[0], "134.0µs a device") {
 		t.Errorf("Misses() = %q, want the floor and the one-by-one create cost named", m)
 	}
+	// An IPv4 run measured faster than the IPv6 run it adds to names both,
+	// with their rounds.
+	r = &Report{Closure: []ClosurePoint{{What: WorkAddrDel, Devices: 100, Error: 0.096}},
+		Workloads: []WorkloadPoint{{What: WorkAddr6Del, MeasuredNS: 38_000_000, RunsNS: []int64{30_000_000, 47_000_000}},
+			{What: WorkAddrDel, MeasuredNS: 32_000_000, RunsNS: []int64{23_000_000, 50_000_000}}},
+		workloadAtFloor: map[string]float64{WorkAddrDel: 0.1}}
+	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "it measured faster (32.00ms) than the run it adds to") || !strings.Contains(m[0], "23.00ms-50.00ms") {
+		t.Errorf("Misses() = %q, want the faster run, its base run and their rounds named", m)
+	}
 }
 
 // TestNetnsFilesNote: on ext4 the note names ext4 without a journal only

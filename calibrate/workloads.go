@@ -294,10 +294,26 @@ func (r *Report) workloadFloorMiss(what string, e float64) string {
 	case WorkAddr6Add, WorkAddrAdd:
 		return m + fmt.Sprintf("its %d creates alone, at the register cost fitted to the one-by-one creates (%s a device here), take longer in the model than the whole run took here: these creates, sent as one batch, cost less a device than the one-by-one creates measured",
 			workloadCount, dur(r.CreateNS))
-	case WorkAddrDel:
-		return m + "the IPv6 run's delete costs it rests on leave it too much"
+	}
+	if b, w, ok := r.workloadPair(what); ok && w.MeasuredNS < b.MeasuredNS {
+		return m + fmt.Sprintf("it measured faster (%s) than the run it adds to (%s, %s), whose costs it rests on: their rounds ranged %s-%s and %s-%s, more than what this run adds; calibrate again, or with more rounds, on a quieter machine",
+			dur(w.MeasuredNS), b.What, dur(b.MeasuredNS), dur(slices.Min(w.RunsNS)), dur(slices.Max(w.RunsNS)), dur(slices.Min(b.RunsNS)), dur(slices.Max(b.RunsNS)))
 	}
 	return m + "the costs it rests on, fitted before, leave it too much"
+}
+
+// workloadPair is a run's base run and the run itself, with their rounds.
+func (r *Report) workloadPair(what string) (base, run WorkloadPoint, ok bool) {
+	var hasB, hasW bool
+	for _, p := range r.Workloads {
+		switch p.What {
+		case workloadBase(what):
+			base, hasB = p, len(p.RunsNS) > 0
+		case what:
+			run, hasW = p, len(p.RunsNS) > 0
+		}
+	}
+	return base, run, hasB && hasW && workloadBase(what) != ""
 }
 
 // builtinWorkloadCost is the starting value of a key: the built-in
