@@ -124,6 +124,21 @@ func (c *CPU) LastSwitch() Time { return c.lastSwitch }
 
 func (c *CPU) account(m Mode, d Time) { c.Busy[m] += d }
 
+// pushBack makes the CPU unavailable to tasks for d more: the running
+// task's charge (or its pending switch-in) ends d later, and on an idle CPU
+// the next task starts after it (interrupt work, and stalls: stall.go).
+func (c *CPU) pushBack(d Time) {
+	c.irqBusyUntil = max(c.irqBusyUntil, c.e.now) + d
+	if t := c.curr; t != nil {
+		switch {
+		case t.chargeEv != nil:
+			t.stretch(d)
+		case t.dispatchEv != nil && !t.dispatchEv.cancelled:
+			c.e.reschedule(t.dispatchEv, t.dispatchEv.at+d)
+		}
+	}
+}
+
 // Steal charges d of interrupt work to the CPU: the running task's charge
 // (or its pending switch-in) is pushed back, or, on an idle CPU, the next
 // task starts later.
@@ -136,15 +151,7 @@ func (c *CPU) Steal(d Time) {
 	if c.inIRQ {
 		c.irqSpent += d
 	}
-	c.irqBusyUntil = max(c.irqBusyUntil, c.e.now) + d
-	if t := c.curr; t != nil {
-		switch {
-		case t.chargeEv != nil:
-			t.stretch(d)
-		case t.dispatchEv != nil && !t.dispatchEv.cancelled:
-			c.e.reschedule(t.dispatchEv, t.dispatchEv.at+d)
-		}
-	}
+	c.pushBack(d)
 }
 
 // inIRQWork reports whether interrupt work charged earlier is still running.

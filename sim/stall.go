@@ -163,15 +163,7 @@ func (c *CPU) stallBegin() {
 	c.stallUntil = c.e.now + d
 	c.Stalled += d
 	c.StallCount++
-	c.irqBusyUntil = max(c.irqBusyUntil, c.e.now) + d
-	if t := c.curr; t != nil {
-		switch {
-		case t.chargeEv != nil:
-			t.stretch(d)
-		case t.dispatchEv != nil && !t.dispatchEv.cancelled:
-			c.e.reschedule(t.dispatchEv, t.dispatchEv.at+d)
-		}
-	}
+	c.pushBack(d)
 	if c.e.trace != nil {
 		c.e.emit(TraceEvent{Name: "stall", Cat: "stall", Ph: "X", Ts: us(c.e.now), Dur: us(d), Pid: tracePidCPUs, Tid: c.ID})
 	}

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ndst-project/ndst/safefile"
 )
 
 // CleanupRun is one run of cleanup_net (workqueue_execute_start to _end of
@@ -221,16 +219,7 @@ func barriersMain(args []string) int {
 		fs.Usage()
 		return 2
 	}
-	f := os.Stdin
-	if name := fs.Arg(0); name != "-" {
-		var err error
-		if f, err = safefile.Open(name, safefile.FollowLinks); err != nil {
-			fmt.Fprintln(os.Stderr, "teardowntrace:", err)
-			return 1
-		}
-		defer f.Close()
-	}
-	t, err := Parse(f)
+	t, err := ReadTrace(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "teardowntrace:", err)
 		return 1

@@ -38,8 +38,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-
-	"github.com/ndst-project/ndst/safefile"
 )
 
 func main() {
@@ -79,17 +77,7 @@ func analyzeMain(args []string) int {
 		return 2
 	}
 	name := fs.Arg(0)
-	f := os.Stdin
-	if name != "-" {
-		var err error
-		f, err = safefile.Open(name, safefile.FollowLinks) // a regular file, opened without blocking
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "teardowntrace:", err)
-			return 1
-		}
-		defer f.Close()
-	}
-	tr, err := Parse(f)
+	tr, err := ReadTrace(name)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "teardowntrace:", err)
 		return 1

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ndst-project/ndst/safefile"
 )
 
 // Event is one trace record, from either `perf script` or a tracefs trace
@@ -109,6 +112,20 @@ var (
 	ftraceSysEnter = regexp.MustCompile(`^(sys_[a-z0-9_]+)\((.*)\)$`)
 	ftraceSysExit  = regexp.MustCompile(`^(sys_[a-z0-9_]+) -> (\S+)$`)
 )
+
+// ReadTrace parses the trace in file name ("-": standard input), a
+// regular file opened without blocking.
+func ReadTrace(name string) (*Trace, error) {
+	if name == "-" {
+		return Parse(os.Stdin)
+	}
+	f, err := safefile.Open(name, safefile.FollowLinks)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Parse(f)
+}
 
 // Parse reads perf script or tracefs trace text (the format is recognised
 // line by line) and returns the events sorted by timestamp.
