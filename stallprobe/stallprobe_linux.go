@@ -16,14 +16,20 @@ import (
 // threads, rcuc, ktimers) still preempt them and count as what they are.
 const fifoPriority = 1
 
+// setup checks o, fills in its defaults and lists the CPUs to probe.
+func setup(o Options) (Options, []int, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return o, nil, err
+	}
+	cpus, err := allowedCPUs()
+	return o, cpus, err
+}
+
 // Run probes every CPU the process may run on, all at once (see the
 // package doc).
 func Run(ctx context.Context, o Options) (*Result, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	cpus, err := allowedCPUs()
+	o, cpus, err := setup(o)
 	if err != nil {
 		return nil, err
 	}
@@ -34,11 +40,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // others left idle: in a virtual machine, one busy virtual CPU competes
 // for the host's cores with fewer of its own.
 func RunEach(ctx context.Context, o Options) (*Result, error) {
-	o, err := o.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	cpus, err := allowedCPUs()
+	o, cpus, err := setup(o)
 	if err != nil {
 		return nil, err
 	}

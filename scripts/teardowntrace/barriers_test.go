@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +10,7 @@ import (
 // scheduler events cut down to the worker's and the GP kthread's): its
 // first rcu_barrier() wait saw one grace period, its second two.
 func TestCleanupRunsFromTrace(t *testing.T) {
-	f, err := os.Open("testdata/tracefs-pods-run.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := Parse(f)
+	tr, err := ReadTrace("testdata/tracefs-pods-run.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
