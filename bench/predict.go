@@ -27,7 +27,9 @@ import (
 type PredictSpec struct {
 	Counts []int
 	// Runs is the number of real runs per N and mode; SimRuns the number
-	// of emulated ones (seeds Seed..).
+	// of emulated ones, at evenly spaced start phases in the tick
+	// (emu.PhaseSweep, seeds Seed..), as the calibration's closure runs
+	// them: a real run starts wherever in the tick it happens to.
 	Runs, SimRuns int
 	Seed          uint64
 	// Costs is the host's calibration; its Host section gives HZ, CPUs and
@@ -63,8 +65,10 @@ type PredictRow struct {
 	Op    string `json:"op"` // "del" or "add"
 	Count int    `json:"count"`
 	Batch string `json:"batch"`
-	// MeasuredNS is the median wall time on the real kernel;
-	// PredictedNS the median virtual time of the emulated kernel.
+	// MeasuredNS is the real kernel's wall times and PredictedNS the
+	// emulated kernel's virtual times, each summarised by the mean of
+	// their middle half (calibrate.MidMean, the statistic the calibration
+	// closes with; of three runs or fewer, their mean).
 	MeasuredNS    int64   `json:"measured_ns"`
 	PredictedNS   int64   `json:"predicted_ns"`
 	Error         float64 `json:"relative_error"`
@@ -226,9 +230,7 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 	// The emulated kernel.
 	for _, n := range s.Counts {
 		for _, b := range BatchNames {
-			for i := range s.SimRuns {
-				c := base
-				c.Seed = s.Seed + uint64(i)
+			for _, c := range emu.PhaseSweep(base, s.SimRuns) {
 				be, err := emu.Open(ctx, c)
 				if err != nil {
 					return nil, err
@@ -272,8 +274,8 @@ func Predict(ctx context.Context, s *PredictSpec) (*Prediction, error) {
 		if len(r.MeasuredRuns) == 0 {
 			continue // a guest transcript need not cover every row
 		}
-		r.MeasuredNS = Summarize(r.MeasuredRuns).Median
-		r.PredictedNS = Summarize(r.PredictedRuns).Median
+		r.MeasuredNS = calibrate.MidMean(r.MeasuredRuns)
+		r.PredictedNS = calibrate.MidMean(r.PredictedRuns)
 		r.MeasuredPhases, r.PredictedPhases = meanPhases(r.measured), meanPhases(r.predicted)
 		if r.MeasuredNS > 0 {
 			r.Error = float64(r.PredictedNS-r.MeasuredNS) / float64(r.MeasuredNS)

@@ -337,9 +337,9 @@ namespaces deleted all at once, without veth).`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&counts, "count", []string{"100", "1000", "4000"}, "numbers of devices N (list); with --netns, of namespaces (default 10,100,1000)")
-	f.IntVar(&runs, "runs", 1, "real-kernel runs per N and mode (the median is shown; with --netns default 3)")
+	f.IntVar(&runs, "runs", 1, "real-kernel runs per N and mode (the mean of their middle half is shown, their mean for three or fewer; with --netns, the median, default 3)")
 	f.BoolVar(&netnsMode, "netns", false, "predict namespace teardown instead: N namespaces with lo up, without and with a veth pair, deleted all at once and one at a time (the calibration must have its namespace costs)")
-	f.IntVar(&simRuns, "sim-runs", 5, "emulated runs per N and mode, seeds --seed.. (the median is shown)")
+	f.IntVar(&simRuns, "sim-runs", calibrate.ClosurePhases, "emulated runs per N and mode, at evenly spaced start phases in the tick, seeds --seed.. (the mean of their middle half is shown, as calibrate closes with; with --netns and --workloads, seeds only and the median)")
 	f.BoolVar(&workloads, "workloads", false, "predict the workload cells instead: 100 devices up with an IPv6 address (with and without forwarding) deleted one by one and at once, 100 macvlans and VLANs (where the kernel has them) deleted one by one, in a stream, at once and with their lower device, 100 pods deleted with and without CNI DEL, unshare 1000 by 8 workers with lo up and a veth pair, and churn of 50 pods a second for 20 s (the calibration must have its workload costs)")
 	f.StringSliceVar(&only, "only", nil, "with --workloads: only these of addrs, children, cni, unshare, churn")
 	addAddrFlags(cmd, &addrs)

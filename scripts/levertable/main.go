@@ -37,6 +37,7 @@ import (
 
 	"github.com/ndst-project/ndst/advise"
 	"github.com/ndst-project/ndst/bench"
+	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/safefile"
 )
@@ -185,7 +186,7 @@ func predictCell(ctx context.Context, dir string, c VMCell) (*bench.LeverPredict
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
-		s := &bench.PredictSpec{Costs: t, Recorded: rec, Runs: 1, SimRuns: 5, Seed: 1}
+		s := &bench.PredictSpec{Costs: t, Recorded: rec, Runs: 1, SimRuns: calibrate.ClosurePhases, Seed: 1}
 		for n := range rec.Del {
 			s.Counts = append(s.Counts, n)
 		}
