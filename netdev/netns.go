@@ -473,7 +473,9 @@ func (ns *Namespaces) AddLink(t *sim.Task, n *Netns, tmpl ifname.Template) (*Dev
 }
 
 // AddVeth is veth_newlink: the peer, named from outer, is registered in the
-// initial namespace, then inner in n, both under one RTNL.
+// initial namespace, then inner in n, both under one RTNL; on a line with
+// VethQueueSync and more than one CPU each then has its transmit queues cut
+// to one.
 func (ns *Namespaces) AddVeth(t *sim.Task, n *Netns, inner string, outer ifname.Template) (in, out *Device, err error) {
 	ns.host.RTNLLock(t)
 	defer ns.host.RTNLUnlock(t)
@@ -491,6 +493,13 @@ func (ns *Namespaces) AddVeth(t *sim.Task, n *Netns, inner string, outer ifname.
 	ii, io := ns.infoOf(in), ns.infoOf(out)
 	ii.kind, ii.ns, ii.owner, ii.peer = KindVeth, n, n, out
 	io.kind, io.owner, io.peer = KindVeth, n, in
+	// veth_init_queues, for the device and then its peer: a veth has a
+	// transmit queue per possible CPU, and cutting a registered device's
+	// real count to one waits in synchronize_net(), expedited under RTNL.
+	if ns.prof.VethQueueSync && len(t.Engine().CPUs()) > 1 {
+		ns.host.synchronizeNet(t)
+		ns.host.synchronizeNet(t)
+	}
 	return in, out, nil
 }
 

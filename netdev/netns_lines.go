@@ -49,6 +49,13 @@ type NetnsProfile struct {
 	// without named namespaces (setns and the nsfs bind mount came with
 	// 3.0), whose namespace dies with its last task.
 	UmountSync UmountSync
+	// VethQueueSync: veth_newlink ends with veth_init_queues for the
+	// device and its peer, which cuts each one's transmit queues (one per
+	// possible CPU, veth_get_num_queues) to one with
+	// netif_set_real_num_tx_queues, and disabling queues of a registered
+	// device waits in synchronize_net(): two grace periods under RTNL per
+	// veth pair made, on a machine with more than one CPU.
+	VethQueueSync bool
 }
 
 // UmountSync is the grace period namespace_unlock() waits for.
@@ -111,6 +118,10 @@ var netnsChanges = map[string][]Change{
 			"a scheduling point after each namespace's exit method in a batch", func(p *Profile) { p.Netns.ExitCondResched = true }},
 	},
 	"6.1": {
+		{"", "6.1", "veth: a new pair's real queue counts are cut to one (veth_init_queues)",
+			"a veth pair's creation cuts both ends' transmit queues to one once they are registered, each waiting in synchronize_net() (expedited under RTNL) when the machine has more than one CPU (6.1 drivers/net/veth.c l.1646-1661 veth_init_queues, called at l.1768 and l.1774, queues per possible CPU at l.1831; net/core/dev.c l.2961-2962; 6.18 veth.c l.1793, l.1901, l.1907, l.1968 and net/core/dev.c l.3242-3243; absent from 5.10's veth_newlink, the release between that added it not confirmed)", func(p *Profile) {
+				p.Netns.VethQueueSync = true
+			}},
 		{"ee403248fa6d", "5.18", "net: remove default_device_exit()",
 			"part of \"net: speedup netns dismantles\": default_device_exit_net runs inside default_device_exit_batch's one RTNL hold, not with an rtnl_lock per namespace", func(p *Profile) {
 				p.Netns.DeviceExitPerNet = false

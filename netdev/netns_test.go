@@ -2,6 +2,7 @@ package netdev_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ifname"
 	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/phase"
 	"github.com/ndst-project/ndst/rcu"
 	"github.com/ndst-project/ndst/sim"
 	"github.com/ndst-project/ndst/waitrefs"
@@ -331,6 +333,44 @@ func TestFreedNamespacesAreNotKept(t *testing.T) {
 			}
 			if n, ok := k.ns.Lookup("d"); !ok || n != alive || k.ns.Kind(alive.Lo) != netdev.KindLoopback {
 				t.Errorf("the namespace still alive is lost: Lookup(d) = %v, %v", n, ok)
+			}
+		})
+	}
+}
+
+// TestVethQueueSync: from 6.1 a veth pair made on a machine with more than
+// one CPU waits two synchronize_net() under RTNL (veth_init_queues cuts
+// each end's transmit queues to one), expedited there; on one CPU, and on
+// 5.10, it waits none.
+func TestVethQueueSync(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		cpus int
+		want int64
+	}{{"6.18", 2, 2}, {"6.1", 4, 2}, {"6.18", 1, 0}, {"5.10", 2, 0}} {
+		t.Run(fmt.Sprintf("%s/%dcpu", c.line, c.cpus), func(t *testing.T) {
+			k := bootNetns(t, c.line, c.cpus)
+			var syncs int64
+			var phases []sim.PhaseTime
+			_ = k.do(t, func(tk *sim.Task) {
+				n, err := k.ns.Create(tk, "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				veth, _ := netdevTemplate("veth%d")
+				before := k.reg.Stats().SyncNet
+				if _, _, err := k.ns.AddVeth(tk, n, "eth0", veth); err != nil {
+					t.Fatal(err)
+				}
+				syncs = k.reg.Stats().SyncNet - before
+				phases = tk.Phases()
+			})
+			if syncs != c.want {
+				t.Errorf("a veth pair waited %d synchronize_net(), want %d", syncs, c.want)
+			}
+			exp := slices.ContainsFunc(phases, func(p sim.PhaseTime) bool { return p.Name == phase.SyncNetExp })
+			if exp != (c.want > 0) {
+				t.Errorf("expedited synchronize_net phase present = %v, want %v (phases %v)", exp, c.want > 0, phases)
 			}
 		})
 	}
