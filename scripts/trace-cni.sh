@@ -205,7 +205,18 @@ function flush() {
 			pp = args; sub(/.*prev_pid=/, "", pp); sub(/ .*/, "", pp)
 			if (np in since) woke(np, pp + 0, comm, st, frames)
 		}
+		# Another task'"'"'s barrier began: the worker (or any caller) sleeps
+		# on its completion once its callbacks are entrained.
+		if (comm !~ /^ndst/ && args ~ /prev_state=D/ && frames ~ /^wait_for_completion<rcu_barrier</) barstart = t
 		if (comm ~ /^ndst/ && args ~ /prev_state=D/ && frames ~ /<rtnl_dellink/) {
+			# The veth pair'"'"'s RCU frees are queued by the unregister
+			# notifiers, just before the second synchronize_net.
+			if (frames ~ /synchronize_rcu_expedited<unregister_netdevice_many/) lastsync[tid] = t
+			# Sleeping on the barrier mutex: when were this DEL'"'"'s frees
+			# queued, against the start of the barrier it waits for?
+			if (frames ~ /^__mutex_lock[^<]*<rcu_barrier</ && (tid in lastsync) && barstart > 0) {
+				o = (lastsync[tid] - barstart) * 1000; nord++; ord = ord " " o; if (o > 0) nafter++
+			}
 			# A released waiter whose next sleep is not its barrier'"'"'s
 			# callbacks: its own barrier did not sleep.
 			if ((tid in pend) && !(frames ~ /^wait_for_completion<rcu_barrier</)) { if (pend[tid] <= 100) oqn++; else osn++; delete pend[tid] }
@@ -252,6 +263,7 @@ END {
 	for (hh in holder) printf "  the barrier mutex was released to it by %s: %d times\n", hh, holder[hh]
 	if (nrel) printf "  from that release to running again: median %.0f us (%d of %d woken on the releasing CPU)\n", median(rel), samecpu, nrel
 	for (b in before) printf "  what its CPU ran just before it: %s: %d times\n", b, before[b]
+	if (nord) printf "  the DEL'"'"'s veth frees (queued just before its second synchronize_net) came after the start of the barrier it then waited for %d of %d times, a median %.2f ms after it\n", nafter, nord, median(ord)
 	if (nq) printf "  of the %d that ran within 100 us of the release, %d then slept for their own barrier'"'"'s callbacks (median %.2f ms), %d did not\n", nq, oq, median(oql), oqn
 	if (ns) printf "  of the %d that ran later, %d then slept for their own barrier'"'"'s callbacks (median %.2f ms), %d did not\n", ns, os, median(osl), osn
 }' "$work/perf.txt"
