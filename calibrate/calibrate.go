@@ -23,8 +23,10 @@
 //     the per-device create time, and batched deletes of two sizes (default
 //     100 and 300), whose difference gives the per-device CPU cost of a
 //     batched teardown (the slope) and whose intercept is the fixed cost of
-//     one batch. One-by-one deletes are never measured here: they are what
-//     the emulated kernel must predict.
+//     one batch; and the CPU time, in the thread that sends it, of delete
+//     requests of one device (RequestCPU; measureRequests says what the
+//     kernel does in that thread). The wall time of a one-by-one delete is
+//     never measured here: it is what the emulated kernel must predict.
 //
 // # How measurements map onto the cost table
 //
@@ -36,18 +38,24 @@
 //	                   per-device work); split in the built-in table's
 //	                   proportion (free is Default free/(unregister+free)
 //	                   of it), as user space cannot tell the two apart
-//	unregister_batch = intercept of the same line through the CPU time of
-//	                   the thread that sends the request (the kernel
-//	                   handles it in that send), at most the wall-time
-//	                   intercept, floored at 0
+//	unregister_batch = the CPU time of a one-device delete request in the
+//	                   sending thread (the kernel handles the request in
+//	                   that send) less the device's unregister and free
+//	                   and the syscall, floored at 0 (the fit makes the
+//	                   emulated request's CPU the measured one)
 //
 // Not the wall-time intercept: most of a batched delete's fixed wall time
 // is the wait in netdev_run_todo's rcu_barrier (traced with sched_switch and
 // sched_wakeup: one long sleep per delete, woken by ksoftirqd), and that
-// wait is what the emulated kernel models itself. Not the CPU-time slope
-// either: in a software-emulated guest the CPU clock runs apart from the
-// wall clock (its slope exceeded the wall-time slope), and RCU callbacks
-// run in softirq on a uniprocessor count against the sending thread.
+// wait is what the emulated kernel models itself. Not the intercept of the
+// batched deletes' CPU times either: extrapolated from 100 and 300 devices
+// it carries the noise of a hundred devices' work (0 to 12.9 ms in guests
+// of one kernel), and every request of a one-by-one delete pays it again.
+// Not the CPU-time slope: in a software-emulated guest the CPU clock runs
+// apart from the wall clock (its slope exceeded the wall-time slope), and
+// RCU callbacks run in softirq on a uniprocessor count against the sending
+// thread. A report from before the one-device requests were measured keeps
+// the old rule: the intercept of the CPU line, at most the wall-time one.
 //
 // Every other operation keeps its built-in cost (costs.Lookup falls back to
 // the default). Host carries the kernel release, HZ, CPU count, preemption
@@ -86,6 +94,9 @@ type Options struct {
 	Rounds int
 	// RoundTrips is the number of rejected requests timed; default 500.
 	RoundTrips int
+	// Requests is the number of one-device deletes whose CPU time in the
+	// sending thread is measured (RequestCPU); default 30.
+	Requests int
 	// Notef prints one-line notices (such as the dummy fallback).
 	Notef func(format string, args ...any)
 	// Progress, when set, is told what is being measured.
@@ -114,8 +125,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.RoundTrips == 0 {
 		o.RoundTrips = 500
 	}
+	if o.Requests == 0 {
+		o.Requests = 30
+	}
 	switch {
-	case o.GPSamples < 0 || o.Rounds < 0 || o.RoundTrips < 0:
+	case o.GPSamples < 0 || o.Rounds < 0 || o.RoundTrips < 0 || o.Requests < 0:
 		return o, fmt.Errorf("calibrate: sample counts must be positive")
 	case o.Small < 1 || o.Large > MaxDevices || o.Small >= o.Large:
 		return o, fmt.Errorf("calibrate: batch sizes %d and %d: want 1 <= small < large <= %d", o.Small, o.Large, MaxDevices)
@@ -162,6 +176,10 @@ type Report struct {
 	// The same line through the process's CPU time.
 	CPUSlopeNS     int64 `json:"batch_delete_cpu_per_device_ns"`
 	CPUInterceptNS int64 `json:"batch_delete_cpu_fixed_ns"`
+	// Request is the CPU time of one-device delete requests in the
+	// sending thread, which unregister_batch is fitted to (nil in a report
+	// from before it, whose unregister_batch is fitted to the intercept).
+	Request *RequestCPU `json:"request_cpu,omitempty"`
 	// Netns is the namespace runs (netns.go); NetnsError says why there
 	// are none.
 	Netns      []NetnsPoint `json:"netns,omitempty"`
@@ -231,6 +249,30 @@ type BatchPoint struct {
 	MidMeanNS int64   `json:"mid_mean_ns,omitempty"`
 	RunsNS    []int64 `json:"runs_ns"`
 	CPUP50NS  int64   `json:"cpu_p50_ns"`
+}
+
+// RequestCPU is the CPU time, in the thread that sends it, of a delete
+// request of one device (a veth pair: both ends) in a namespace that holds
+// nothing else of ndst's: the CPU of one request of a one-by-one delete,
+// measured without its wall time.
+type RequestCPU struct {
+	Devices int     `json:"devices"`
+	RunsNS  []int64 `json:"runs_ns"`
+	// MidMeanNS is the runs' figure (MidMean); Q1NS and Q3NS their
+	// quartiles (the spread).
+	MidMeanNS int64 `json:"mid_mean_ns"`
+	Q1NS      int64 `json:"q1_ns"`
+	Q3NS      int64 `json:"q3_ns"`
+}
+
+// quartiles are the first and third quartiles of ns (nearest rank).
+func quartiles(ns []int64) (q1, q3 int64) {
+	if len(ns) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(ns)
+	slices.Sort(s)
+	return s[(len(s)-1)/4], s[(3*(len(s)-1)+3)/4]
 }
 
 // Figure is the batch size's measured figure: the mean of the middle half
@@ -345,13 +387,18 @@ func (r *Report) buildTable(now time.Time) {
 	free := r.SlopeNS * df / (du + df)
 	unreg := r.SlopeNS - free
 	batch := min(r.CPUInterceptNS, r.InterceptNS)
+	fixed := "unregister_batch between 0 and the per-batch CPU time measured in the sending thread"
+	if q := r.Request; q != nil {
+		batch = max(0, q.MidMeanNS-int64(q.Devices)*r.SlopeNS-r.RoundTripNS) // the fit's start
+		fixed = fmt.Sprintf("unregister_batch so that the emulated CPU of a %d-device delete request is the %s measured in the sending thread", q.Devices, dur(q.MidMeanNS))
+	}
 	t := &costs.Table{
 		Source: fmt.Sprintf("calibrate:%s:%s", r.Host.Kernel, now.UTC().Format("2006-01-02T15:04:05Z")),
 		Notes: "measured by ndst calibrate: syscall = rejected netlink request; register, unregister+free " +
 			"(split as in the built-in table) and unregister_batch are solved so that the emulated kernel of line " +
 			r.Profile + " (" + r.RCU + " RCU) reproduces the measured per-device create time and the batched deletes of " +
 			fmt.Sprint(r.Batches[0].Devices) + " and " + fmt.Sprint(r.Batches[len(r.Batches)-1].Devices) +
-			" devices (closure; unregister_batch between 0 and the per-batch CPU time measured in the sending thread); other operations keep their built-in costs",
+			" devices (closure; " + fixed + "); other operations keep their built-in costs",
 		Costs: map[costs.Op]int64{
 			costs.Syscall:         r.RoundTripNS,
 			costs.Register:        reg,
@@ -375,6 +422,9 @@ func (r *Report) buildTable(now time.Time) {
 	}
 	for _, b := range r.Batches {
 		t.Extra[fmt.Sprintf("batch_delete_%d_ns", b.Devices)] = b.Figure()
+	}
+	if q := r.Request; q != nil {
+		t.Extra[fmt.Sprintf("request_cpu_%d_ns", q.Devices)] = q.MidMeanNS
 	}
 	r.Table = t
 }
@@ -439,6 +489,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  of which CPU:  %s per device + %s per batch (the rest is waiting, which the emulated kernel models)\n",
 		dur(r.CPUSlopeNS), dur(r.CPUInterceptNS))
+	if q := r.Request; q != nil && r.Table != nil {
+		fmt.Fprintf(&b, "one-device delete: %s of CPU in the sending thread (%s of %d requests; quartiles %s and %s) -> unregister_batch %s (what the request costs beyond its device and the syscall)\n",
+			dur(q.MidMeanNS), r.figure1(), len(q.RunsNS), dur(q.Q1NS), dur(q.Q3NS), dur(r.Table.Costs[costs.UnregisterBatch]))
+	}
 	switch {
 	case len(r.Netns) > 0:
 		b.WriteString("namespaces:     ")

@@ -82,6 +82,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.measureNetlink(ctx, b, o); err != nil {
 		return nil, err
 	}
+	progress("one-device deletes (the sending thread's CPU time)")
+	if err := r.measureRequests(ctx, b, o); err != nil {
+		return nil, err
+	}
 	if !o.NoNetns {
 		progress("namespaces: create with lo up, delete all at once")
 		if err := r.measureNetns(ctx, b); err != nil {
@@ -239,6 +243,53 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 	s, l := r.Batches[0], r.Batches[1]
 	r.batchLine()
 	r.CPUSlopeNS, r.CPUInterceptNS = line(s.Devices, s.CPUP50NS, l.Devices, l.CPUP50NS)
+	return nil
+}
+
+// measureRequests creates one device (a veth pair for veth) and deletes it
+// in one request, Requests times after a warm-up, and keeps the CPU time
+// of each delete in the thread that sent it (RequestCPU). In the sender's
+// context the kernel handles the whole RTM_DELLINK (6.1 and 6.18
+// net/core/rtnetlink.c: rtnl_dellink, here through rtnl_group_dellink,
+// whose two walks of the namespace's few devices are all that differs
+// from a delete by ifindex): rtnl_lock, unregister_netdevice_many (the
+// device's work, flush_all_backlogs, which queues no work for a device
+// without packets, and two synchronize_net()s), then rtnl_unlock's
+// netdev_run_todo (rcu_barrier(), the free) and the acknowledgement. So
+// its CPU time is a one-by-one delete's CPU per request, waits excluded;
+// its wall time, which is what a prediction of one-by-one deletes must
+// give, is not kept.
+func (r *Report) measureRequests(ctx context.Context, b *nlbackend.Backend, o Options) error {
+	tmpl, err := ndst.ParseTemplate("cal%d")
+	if err != nil {
+		return err
+	}
+	n := 1
+	if r.Kind == "veth" {
+		n = 2
+	}
+	var cpu []int64
+	for i := -1; i < o.Requests; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: r.Kind}); err != nil {
+			return fmt.Errorf("calibrate: create %d device(s): %w", n, err)
+		}
+		d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+		if err != nil {
+			return fmt.Errorf("calibrate: delete %d device(s): %w", n, err)
+		}
+		if d.Count != n || d.Counters["moved"] != 0 || d.Counters["netlink_requests"] != 1 {
+			return fmt.Errorf("calibrate: delete of %d device(s) took %d request(s) for %d (moved %d); want one request",
+				n, d.Counters["netlink_requests"], d.Count, d.Counters["moved"])
+		}
+		if i >= 0 {
+			cpu = append(cpu, d.Counters["group_delete_cpu_ns"])
+		}
+	}
+	q1, q3 := quartiles(cpu)
+	r.Request = &RequestCPU{Devices: n, RunsNS: cpu, MidMeanNS: MidMean(cpu), Q1NS: q1, Q3NS: q3}
 	return nil
 }
 

@@ -3,7 +3,7 @@
 # this host (its runtime knobs) and in a VM (boot parameters), and the table.
 #
 #   scripts/lever-table.sh [--out DIR] [--host-only | --vm-only] [--verify-runs R]
-#                          [--vm-runs R] [--count N] [--cpus 1,2]
+#                          [--vm-runs R] [--vm-batched-runs R] [--count N] [--cpus 1,2]
 #
 # This host (root; its kernel's runtime knobs, each put back):
 #   1. ndst calibrate -o DIR/host-costs.json (this host's CPU costs and knobs);
@@ -14,8 +14,10 @@
 #      advise finds, predicted, then measured without and with it.
 # A VM (scripts/vm-predict.sh --param; boot parameters need a boot):
 #   for each cell, a boot without and a boot with the parameter, N devices
-#   (--count, default 1000) deleted in one batch and one by one, --vm-runs
-#   times each (default 3), on each CPU
+#   (--count, default 1000) deleted one by one --vm-runs times (default 3)
+#   and in one batch --vm-batched-runs times (default 9: a batch takes a
+#   second or two, and its runs spread by up to 1.6x, so the sign of an
+#   effect on it needs more runs to resolve), on each CPU
 #   count of --cpus (default 1,2): PREEMPT_RT (linux-image-rt-amd64) with
 #   rcupdate.rcu_normal_after_boot=0; the stock kernel (linux-image-amd64)
 #   with rcutree.jiffies_till_first_fqs=0, and with rcu_nocbs=all. The
@@ -46,15 +48,16 @@ usage() {
 }
 note() { echo "lever-table: $*" >&2; }
 
-out="" host=1 vm=1 runs=3 vmruns=3 count=1000 cpus_list=1,2
+out="" host=1 vm=1 runs=3 vmruns=3 vmbruns=9 count=1000 cpus_list=1,2
 while (($#)); do
 	case $1 in
-	--out | --verify-runs | --vm-runs | --count | --cpus)
+	--out | --verify-runs | --vm-runs | --vm-batched-runs | --count | --cpus)
 		(($# >= 2)) || usage "$1 needs a value"
 		case $1 in
 		--out) out=$2 ;;
 		--verify-runs) runs=$2 ;;
 		--vm-runs) vmruns=$2 ;;
+		--vm-batched-runs) vmbruns=$2 ;;
 		--count) count=$2 ;;
 		--cpus) cpus_list=$2 ;;
 		esac
@@ -72,6 +75,7 @@ done
 ((host || vm)) || usage "--host-only and --vm-only exclude each other"
 [[ $runs =~ ^[1-9][0-9]?$ ]] || usage "--verify-runs '$runs': want 1 to 99"
 [[ $vmruns =~ ^[1-9][0-9]?$ ]] || usage "--vm-runs '$vmruns': want 1 to 99"
+[[ $vmbruns =~ ^[1-9][0-9]?$ ]] || usage "--vm-batched-runs '$vmbruns': want 1 to 99"
 [[ $count =~ ^[1-9][0-9]{0,4}$ ]] && ((count <= 10000)) || usage "--count '$count': want 1 to 10000 devices"
 [[ ,$cpus_list, =~ ^,([1-9],)+$ ]] || usage "--cpus '$cpus_list': want CPU counts from 1 to 9, separated by commas"
 [[ $EUID -eq 0 ]] || { echo "lever-table: needs root (the host's knobs, namespaces, the VM rig)" >&2; exit 3; }
@@ -163,7 +167,7 @@ if ((vm)); then
 			IFS=: read -r tag pkg param <<<"$spec"
 			name=$tag-$c
 			note "VM: $pkg, $c CPU(s), without and with $param"
-			if ! locked bash "$repo/scripts/vm-predict.sh" --param "$param" --cpus "$c" --count "$count" --runs "$vmruns" --json \
+			if ! locked bash "$repo/scripts/vm-predict.sh" --param "$param" --cpus "$c" --count "$count" --runs "$vmruns" --batched-runs "$vmbruns" --json \
 				--log "$out/vm-$name.log" -- --package "$pkg" >"$out/vm-$name.json" 2>"$out/vm-$name.stderr"; then
 				tail -n 5 "$out/vm-$name.stderr" >&2
 				note "vm-predict.sh --param $param --cpus $c failed"
