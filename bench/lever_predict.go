@@ -141,7 +141,7 @@ func (lp *LeverPrediction) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "%d of %d deletes predicted within %.0f%% with the lever; the effect's sign right in %d of %d (an effect within %.0f%%, or within the runs' own spread when larger, counts as none)\n",
+	fmt.Fprintf(&b, "%d of %d deletes predicted within %.0f%% with the lever; the effect's sign right in %d of %d (an effect within %.0f%%, or within twice the standard error of the two medians' difference when larger, counts as none)\n",
 		lp.Within, len(lp.Rows), 100*PredictThreshold, lp.Signs, len(lp.Rows), 100*EffectThreshold)
 	_, err := io.WriteString(w, b.String())
 	return err

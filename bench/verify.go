@@ -129,11 +129,32 @@ func Spread(xs []int64) float64 {
 	return float64(st.Max-st.Min) / float64(st.Median)
 }
 
+// medianSE is the standard error of the median of xs, about
+// sqrt(pi/2) sd/sqrt(n) for runs spread like a normal distribution; 0 for
+// fewer than two runs (their spread is unknown).
+func medianSE(xs []int64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	return math.Sqrt(math.Pi/2) * Summarize(xs).Stddev / math.Sqrt(float64(len(xs)))
+}
+
 // Threshold is the change a comparison of runs without and with a lever
-// can resolve: EffectThreshold, or the larger spread of the two sets of
-// runs.
+// can resolve, relative to the median without: EffectThreshold, or twice
+// the standard error of the difference of the two medians when that is
+// larger. Unlike the runs' range, which widens as runs are added, it
+// narrows as 1/sqrt(runs): three runs of each resolve about what their
+// range did (the range of three runs is about 1.7 standard deviations,
+// this about 2.0), nine runs of batched deletes that spread by 1.6x
+// resolve a change of about a fifth of that spread. The runs of one set
+// without a second run add nothing.
 func Threshold(before, after []int64) float64 {
-	return max(EffectThreshold, Spread(before), Spread(after))
+	m := Summarize(before).Median
+	if m <= 0 {
+		return EffectThreshold
+	}
+	b, a := medianSE(before), medianSE(after)
+	return max(EffectThreshold, 2*math.Sqrt(b*b+a*a)/float64(m))
 }
 
 // VerifyRow is one lever's verification.
@@ -439,7 +460,7 @@ func (v *Verification) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "an effect within %.0f%%, or within the runs' own spread when larger, counts as none; each knob was put back after every run with its lever\n", 100*EffectThreshold)
+	fmt.Fprintf(&b, "an effect within %.0f%%, or within twice the standard error of the two medians' difference when larger, counts as none; each knob was put back after every run with its lever\n", 100*EffectThreshold)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

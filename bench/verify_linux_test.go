@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -99,12 +100,21 @@ func TestThreshold(t *testing.T) {
 	}{
 		{nil, nil, EffectThreshold},
 		{[]int64{100}, []int64{50}, EffectThreshold},
-		{[]int64{90, 100, 110}, []int64{100}, 0.2},
-		{[]int64{100, 101}, []int64{80, 100, 120}, 0.4},
+		// sd 10 over 3 runs: SE sqrt(pi/2)*10/sqrt(3); the one run adds none.
+		{[]int64{90, 100, 110}, []int64{100}, 2 * math.Sqrt(math.Pi/2) * 10 / math.Sqrt(3) / 100},
+		// SEs add in quadrature, relative to the median before (100).
+		{[]int64{100, 101}, []int64{80, 100, 120}, 2 * math.Sqrt(math.Pi/2) * math.Hypot(math.Sqrt(0.5)/math.Sqrt(2), 20/math.Sqrt(3)) / 100},
 	} {
 		if got := Threshold(tc.before, tc.after); got < tc.want-1e-9 || got > tc.want+1e-9 {
 			t.Errorf("Threshold(%v, %v) = %v, want %v", tc.before, tc.after, got, tc.want)
 		}
+	}
+	// Nine runs of the same spread resolve what three do not: the
+	// threshold narrows as 1/sqrt(runs), where a range would widen.
+	three := []int64{80, 100, 120}
+	nine := []int64{80, 85, 90, 95, 100, 105, 110, 115, 120}
+	if t3, t9 := Threshold(three, three), Threshold(nine, nine); t9 >= t3 {
+		t.Errorf("Threshold of 9 runs = %v, want below that of 3 runs of the same range (%v)", t9, t3)
 	}
 	if got := EffectWithin(100, 85, 0.2); got != "none" {
 		t.Errorf("EffectWithin(100, 85, 0.2) = %q, want none (within the runs' spread)", got)

@@ -32,6 +32,11 @@
 //
 //	syscall          = median time of the rejected request (send only; the
 //	                   kernel handles a netlink request inside the send)
+//	request_gap      = mean of the middle half of the gaps between rejected
+//	                   delete requests sent as a one-by-one delete sends
+//	                   them: ndst's own time in user space before each
+//	                   next request (charged between the requests of an
+//	                   emulated one-by-one delete)
 //	register         = median per-device create time - syscall
 //	unregister+free  = slope of the batched delete's wall time over the
 //	                   device count (a batch waits once, so the slope is
@@ -97,6 +102,9 @@ type Options struct {
 	// Requests is the number of one-device deletes whose CPU time in the
 	// sending thread is measured (RequestCPU); default 30.
 	Requests int
+	// Gaps is the number of rejected delete requests whose gaps are timed
+	// (RequestGap); default 200.
+	Gaps int
 	// Notef prints one-line notices (such as the dummy fallback).
 	Notef func(format string, args ...any)
 	// Progress, when set, is told what is being measured.
@@ -128,8 +136,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Requests == 0 {
 		o.Requests = 30
 	}
+	if o.Gaps == 0 {
+		o.Gaps = 200
+	}
 	switch {
-	case o.GPSamples < 0 || o.Rounds < 0 || o.RoundTrips < 0 || o.Requests < 0:
+	case o.GPSamples < 0 || o.Rounds < 0 || o.RoundTrips < 0 || o.Requests < 0 || o.Gaps < 0:
 		return o, fmt.Errorf("calibrate: sample counts must be positive")
 	case o.Small < 1 || o.Large > MaxDevices || o.Small >= o.Large:
 		return o, fmt.Errorf("calibrate: batch sizes %d and %d: want 1 <= small < large <= %d", o.Small, o.Large, MaxDevices)
@@ -180,6 +191,10 @@ type Report struct {
 	// sending thread, which unregister_batch is fitted to (nil in a report
 	// from before it, whose unregister_batch is fitted to the intercept).
 	Request *RequestCPU `json:"request_cpu,omitempty"`
+	// Gap is the tool's time between two requests of a one-by-one delete
+	// (nlbackend's RequestGaps), which the table's request_gap is (nil in a
+	// report from before it: request_gap 0).
+	Gap *Spread `json:"request_gap,omitempty"`
 	// Netns is the namespace runs (netns.go); NetnsError says why there
 	// are none.
 	Netns      []NetnsPoint `json:"netns,omitempty"`
@@ -263,6 +278,20 @@ type RequestCPU struct {
 	MidMeanNS int64 `json:"mid_mean_ns"`
 	Q1NS      int64 `json:"q1_ns"`
 	Q3NS      int64 `json:"q3_ns"`
+}
+
+// Spread is a set of timed runs with its figure (MidMean) and quartiles.
+type Spread struct {
+	N         int   `json:"n"`
+	MidMeanNS int64 `json:"mid_mean_ns"`
+	Q1NS      int64 `json:"q1_ns"`
+	Q3NS      int64 `json:"q3_ns"`
+}
+
+// spreadOf summarises runs.
+func spreadOf(ns []int64) *Spread {
+	q1, q3 := quartiles(ns)
+	return &Spread{N: len(ns), MidMeanNS: MidMean(ns), Q1NS: q1, Q3NS: q3}
 }
 
 // quartiles are the first and third quartiles of ns (nearest rank).
@@ -423,6 +452,9 @@ func (r *Report) buildTable(now time.Time) {
 	for _, b := range r.Batches {
 		t.Extra[fmt.Sprintf("batch_delete_%d_ns", b.Devices)] = b.Figure()
 	}
+	if r.Gap != nil {
+		t.Costs[costs.RequestGap] = r.Gap.MidMeanNS
+	}
 	if q := r.Request; q != nil {
 		t.Extra[fmt.Sprintf("request_cpu_%d_ns", q.Devices)] = q.MidMeanNS
 	}
@@ -472,6 +504,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString(r.stallSummary())
 	fmt.Fprintf(&b, "netlink request: %s (a request the kernel rejects at once)\n", dur(r.RoundTripNS))
+	if g := r.Gap; g != nil {
+		fmt.Fprintf(&b, "between requests: %s (%s of %d gaps between rejected delete requests sent as a one-by-one delete sends them; quartiles %s and %s): ndst's own time before each next request, request_gap\n",
+			dur(g.MidMeanNS), r.figure1(), g.N, dur(g.Q1NS), dur(g.Q3NS))
+	}
 	fmt.Fprintf(&b, "create (%s):    %s per device (the %s of the rounds' medians, over %d devices)\n", r.Kind, dur(r.CreateNS), r.figure1(), r.Creates)
 	b.WriteString("batched delete: ")
 	for i, p := range r.Batches {
@@ -560,8 +596,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.Table != nil {
 		b.WriteString("cost table (ns):")
-		for _, op := range []costs.Op{costs.Register, costs.Unregister, costs.Free, costs.UnregisterBatch, costs.Syscall} {
-			fmt.Fprintf(&b, " %s %d", op, r.Table.Costs[op])
+		for _, op := range []costs.Op{costs.Register, costs.Unregister, costs.Free, costs.UnregisterBatch, costs.Syscall, costs.RequestGap} {
+			if v, ok := r.Table.Costs[op]; ok || op != costs.RequestGap {
+				fmt.Fprintf(&b, " %s %d", op, v)
+			}
 		}
 		if HasNetnsCosts(r.Table) {
 			for _, k := range []string{keyNetnsSetup, keyNetnsPut, keyNetnsExit} {

@@ -273,6 +273,12 @@ func TestRunOnHost(t *testing.T) {
 	if err := r.Table.Validate(); err != nil {
 		t.Errorf("Run() table: %v", err)
 	}
+	if q := r.Request; q == nil || len(q.RunsNS) != 30 || q.Q1NS <= 0 || q.Q1NS > q.Q3NS || q.MidMeanNS < q.Q1NS || q.MidMeanNS > q.Q3NS {
+		t.Errorf("Run() request CPU = %+v, want 30 one-device deletes' CPU times and their quartiles", q)
+	}
+	if g := r.Gap; g == nil || g.N != 200 || g.Q1NS <= 0 || r.Table.Costs[costs.RequestGap] != g.MidMeanNS {
+		t.Errorf("Run() gaps = %+v (table request_gap %d), want 200 gaps and their figure in the table", g, r.Table.Costs[costs.RequestGap])
+	}
 	switch {
 	case r.Stalls == nil && r.StallsError == "":
 		t.Errorf("Run() has neither a stall measurement nor a reason for its absence")

@@ -76,6 +76,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	r.RoundTripNS = median(toNS(rts))
+	progress("gaps between requests (rejected deletes)")
+	gaps, err := b.RequestGaps(ctx, o.Gaps)
+	if err != nil {
+		return nil, err
+	}
+	r.Gap = spreadOf(gaps)
 
 	progress("creates and batched deletes")
 	r.LoadAvg = append(r.LoadAvg, LoadAvg())
@@ -288,8 +294,8 @@ func (r *Report) measureRequests(ctx context.Context, b *nlbackend.Backend, o Op
 			cpu = append(cpu, d.Counters["group_delete_cpu_ns"])
 		}
 	}
-	q1, q3 := quartiles(cpu)
-	r.Request = &RequestCPU{Devices: n, RunsNS: cpu, MidMeanNS: MidMean(cpu), Q1NS: q1, Q3NS: q3}
+	q := spreadOf(cpu)
+	r.Request = &RequestCPU{Devices: n, RunsNS: cpu, MidMeanNS: q.MidMeanNS, Q1NS: q.Q1NS, Q3NS: q.Q3NS}
 	return nil
 }
 

@@ -637,16 +637,30 @@ func (b *Backend) Del(ctx context.Context, req ndst.DelRequest) (*ndst.Result, e
 	}
 	lat := make([]int64, 0, len(devs))
 	k.reg.OnFree = func(d *netdev.Device) { lat = append(lat, int64(k.e.Now()-d.UnregisterStart)) }
-	virt, runErr := k.run(ctx, func(t *sim.Task, _ sim.Time) {
+	gap := sim.Time(k.reg.Cost(costs.RequestGap))
+	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
 		if batched {
 			k.reg.RTNLLock(t)
 			k.reg.UnregisterMany(t, devs)
 			k.reg.RTNLUnlock(t)
 			return
 		}
-		for _, d := range devs {
+		for i, d := range devs {
 			if ctx.Err() != nil { // signal_pending(): stop between devices
 				return
+			}
+			if i > 0 && req.OneByOne {
+				// Each device is a request of its own: the tool's work
+				// between two requests in user space (attributed to
+				// "other", as the real backend attributes the time
+				// outside its requests), then the next request's
+				// syscall (run charged the first one's).
+				t.SetMode(sim.ModeUser)
+				t.Charge(gap)
+				t.SetMode(sim.ModeKernel)
+				t.SetPhase(ph.Syscall)
+				t.Charge(sys)
+				t.SetPhase(ph.Other)
 			}
 			k.reg.RTNLLock(t)
 			k.reg.UnregisterMany(t, []*netdev.Device{d})

@@ -451,3 +451,47 @@ func (b *Backend) delOneByOne(ctx context.Context, w *watch, giveUp time.Duratio
 	}
 	return nil
 }
+
+// RequestGaps times the gaps of a one-by-one delete's loop without deleting
+// anything: n delete requests for an ifindex that no device has, which the
+// kernel rejects at once (ENODEV), sent as delOneByOne sends its requests
+// (through the watch and the sender, the kernel log read after each). Each
+// gap is the time from one request's reply in the sender to the next
+// request's send, in the sender's clock: ndst's own work between two
+// requests (the reply's way back, the loop, the next request's way to the
+// sender), which every request of a one-by-one delete pays on top of the
+// kernel's.
+func (b *Backend) RequestGaps(ctx context.Context, n int) ([]int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.ready(); err != nil {
+		return nil, err
+	}
+	res := b.newResult("del")
+	res.Counters = map[string]int64{}
+	w, err := b.startWatch(res, false)
+	if err != nil {
+		return nil, fmt.Errorf("request gaps: %w", err)
+	}
+	defer w.close()
+	var gaps []int64
+	var last int64
+	for i := 0; i <= n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := w.call(ctx, sender.Request{Op: sender.OpLinkDel, File: senderNetns, Ifindex: 1<<31 - 1},
+			requestTimeout, phase.Unregister, "no device (a rejected request)", 0)
+		if err != nil {
+			return nil, fmt.Errorf("request gaps: %w", err)
+		}
+		if err := r.Err(); !errors.Is(err, unix.ENODEV) {
+			return nil, fmt.Errorf("request gaps: a delete of ifindex %d answered %v, want ENODEV", 1<<31-1, err)
+		}
+		if i > 0 {
+			gaps = append(gaps, r.T0-last)
+		}
+		last = r.T1
+	}
+	return gaps, nil
+}

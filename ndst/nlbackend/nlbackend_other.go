@@ -103,3 +103,6 @@ func (b *Backend) NetnsList(context.Context, ndst.NetnsListRequest) ([]ndst.Netn
 }
 
 var _ ndst.NetnsBackend = (*Backend)(nil)
+
+// RequestGaps fails: the netlink backend needs Linux.
+func (b *Backend) RequestGaps(context.Context, int) ([]int64, error) { return nil, ErrNotLinux }

@@ -17,7 +17,8 @@
 //
 // A lever is verified when every one of its cells is within 20% with the
 // lever and has the sign of the measured effect (a change within 5%, or
-// within the runs' own spread when larger, shown as ±N%, is none); the
+// within twice the standard error of the two medians' difference when
+// larger, bench.Threshold, shown as ±N%, is none); the
 // table marks the others and the summary counts the cells that pass.
 // Exit status: 0 the table was printed; 2 bad arguments or record.
 package main
