@@ -111,6 +111,13 @@ export XDG_STATE_HOME=$work/state
 num() { grep -o "\"$1\":[0-9]*" | head -n1 | cut -d: -f2; }
 # median of the numbers on stdin (the lower middle one).
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+# The median of a space-separated list, for both analyses' awk programs.
+awk_median='function median(list,   n, a, i, j, t) {
+	n = split(list, a, " ")
+	for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+	return n ? a[int((n + 1) / 2)] : 0
+}
+'
 # rcu_rate: the RCU softirqs each CPU ran a second over 2 s, before a traced
 # run (ndst idle): how busy the machine's other work keeps RCU.
 rcu_rate() {
@@ -158,12 +165,7 @@ COUNT=$count WORK=$work flock /tmp/ndst-realkernel.lock unshare -m --propagation
 	die "the traced delete of $count pods failed"
 [ "$out" = "$work" ] || cp "$work/perf.txt" "$out/cni.perf.txt"
 grep -E '^per pod|^returned' "$work/del.txt" || true
-awk -v pods="$count" '
-function median(list,   n, a, i, j, t) {
-	n = split(list, a, " ")
-	for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-	return n ? a[int((n + 1) / 2)] : 0
-}
+awk -v pods="$count" "$awk_median"'
 # A record: a header line, then its stack, innermost first, one frame a line.
 # prevc is the pid of the task the waiter'"'"'s CPU switched from, prevn its
 # name, prevst its state and prevf its stack ("" when unknown).
@@ -284,12 +286,7 @@ RATE=$churn_rate FOR=$churn_for WORK=$work flock /tmp/ndst-realkernel.lock unsha
 	die "the traced churn failed: $(cat "$work/churn.txt" 2>/dev/null)"
 [ "$out" = "$work" ] || cp "$work/churn.perf.txt" "$out/churn.perf.txt"
 grep -E '^(create|backlog|cleanup):' "$work/churn.txt" || true
-awk -v pods="$((churn_rate * churn_for))" '
-function median(list,   n, a, i, j, t) {
-	n = split(list, a, " ")
-	for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-	return n ? a[int((n + 1) / 2)] : 0
-}
+awk -v pods="$((churn_rate * churn_for))" "$awk_median"'
 function woke(p) {
 	d = (t - since[p]) * 1000
 	k = p SUBSEP class[p]
