@@ -14,6 +14,7 @@ import (
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/netdev"
+	"github.com/ndst-project/ndst/sim"
 )
 
 // Closure: the cost table a calibration writes must make the emulated kernel
@@ -97,6 +98,9 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 	var stallNote string
 	if c.Stalls, stallNote = hostStalls(h); stallNote != "" { // stalls.go
 		c.MachineNotes = append(c.MachineNotes, stallNote)
+	}
+	if w := h.WakeupLatency; w != nil && w.N > 0 && w.P50NS > 0 {
+		c.WakeLatency = sim.Time(min(w.P50NS, int64(sim.Second))) // the median (sim.Config.WakeLatency)
 	}
 	return c, nil
 }

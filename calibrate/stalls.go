@@ -146,7 +146,7 @@ func (r *Report) stallSummary() string {
 	}
 	b.WriteString("\n")
 	if w := r.Wakeup; w != nil {
-		fmt.Fprintf(&b, "wake-up:         a thread on another, idle CPU woken through a pipe x %d: min %s, p50 %s, mean %s, p99 %s, max %s (not modelled)\n",
+		fmt.Fprintf(&b, "wake-up:         a thread on another, idle CPU woken through a pipe x %d: min %s, p50 %s, mean %s, p99 %s, max %s (the emulated machine's remote wake-ups of an idle CPU take the median)\n",
 			w.N, dur(w.MinNS), dur(w.P50NS), dur(w.MeanNS), dur(w.P99NS), dur(w.MaxNS))
 	}
 	return b.String()

@@ -110,6 +110,11 @@ type Host struct {
 	// virtual CPU its host did not run). A table without it (written
 	// before stalls were measured) models a machine without stalls.
 	Stalls *Stalls `json:"stalls,omitempty"`
+	// WakeupLatency is the latency of a wake-up of a thread blocked on
+	// another, idle CPU (stallprobe.Wakeups): the emulated machine's
+	// remote wake-ups of an idle CPU take its median (sim.Config's
+	// WakeLatency). A table without it models none.
+	WakeupLatency *Distribution `json:"wakeup_latency,omitempty"`
 }
 
 // Stalls summarises the stall probe's run: per CPU a pinned thread spun on

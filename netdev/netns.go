@@ -716,15 +716,7 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 	gone := ns.deviceExit(t, batch)
 	// The other pernet exit methods (IPv4, IPv6, sysctls, /proc, sockets).
 	t.SetPhase(PhaseExitNet)
-	for range batch {
-		t.Charge(ns.costs.Exit)
-		for range ns.prof.ExitRCUFrees { // a count estimated, not derived (netns_lines.go)
-			host.rcu.CallRCU(t, func() {})
-		}
-		if ns.prof.ExitCondResched {
-			t.CondResched()
-		}
-	}
+	ns.exitMethods(t, batch)
 	if ns.prof.NetMutex {
 		ns.cleanupHolds = false
 		ns.netMutex.Unlock(t)
@@ -750,6 +742,47 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 	}
 	t.SetPhase(phase.Other)
 	ns.done.WakeAll()
+}
+
+// exitMethods runs the pernet exit methods after the device exit: in
+// ops_exit_list each method runs for every namespace of the batch before
+// the next method (method-major; 6.18 net/core/net_namespace.c l.192-206,
+// ops_undo_list l.251-253; the older lines with ExitRCUFrees, 5.10 and
+// 6.1, were not re-read for this: their cleanup_net has the same walk as
+// far as known), with a
+// cond_resched() after each namespace's call where the line has it, and a
+// method that frees by call_rcu queues its callbacks while it runs, not at
+// the end of the phase. The model has ExitRCUFrees such methods (a count
+// estimated, not derived: netns_lines.go), each with an equal share of the
+// exit cost, queuing its callback as it starts: the first at once after
+// default_device_exit_batch (default_device_ops is a pernet device
+// operation, registered after the subsystems', so ops_undo_list's reverse
+// walk reaches it before the subsystems' exits, dev.c l.13335). That is
+// where the trace of docs/trace-cni.md puts them: a rcu_barrier() caller
+// released by the worker's netdev_run_todo that ran 16-60 µs later still
+// found callbacks that needed a grace period of their own.
+func (ns *Namespaces) exitMethods(t *sim.Task, batch []*Netns) {
+	k := ns.prof.ExitRCUFrees
+	if k == 0 {
+		for range batch {
+			t.Charge(ns.costs.Exit)
+			if ns.prof.ExitCondResched {
+				t.CondResched()
+			}
+		}
+		return
+	}
+	// at(m) is where, in a namespace's exit cost, method m starts.
+	at := func(m int) sim.Time { return sim.Time(int64(ns.costs.Exit) * int64(m) / int64(k)) }
+	for m := range k {
+		for range batch {
+			ns.host.rcu.CallRCU(t, func() {})
+			t.Charge(at(m+1) - at(m))
+			if ns.prof.ExitCondResched {
+				t.CondResched()
+			}
+		}
+	}
 }
 
 // deviceExit unregisters every device of the batch: default_device_exit_batch

@@ -11,8 +11,12 @@ type CPU struct {
 	curr *Task
 	// deferred is a task woken from interrupt context onto this idle CPU:
 	// the switch to it happens when the interrupt returns.
-	deferred    *Task
-	runq        []*Task
+	deferred *Task
+	runq     []*Task
+	// wakeLatency is what the wake-up being enqueued waits before its
+	// switch-in: Config.WakeLatency for a remote wake-up of this idle CPU,
+	// else 0 (set and cleared around the enqueue by Task.wake).
+	wakeLatency Time
 	needResched bool
 	// lazyResched is TIF_NEED_RESCHED_LAZY (lazy.go).
 	lazyResched bool
@@ -183,7 +187,7 @@ func (c *CPU) switchIn(t *Task) {
 	c.curr = t
 	c.noteSwitch()
 	c.armHRTick()
-	start := max(c.e.now, c.irqBusyUntil)
+	start := max(c.e.now, c.irqBusyUntil) + c.wakeLatency
 	sw := c.e.Jitter(c.e.cfg.ContextSwitch)
 	c.Busy[ModeKernel] += sw
 	start += sw

@@ -151,6 +151,15 @@ type Config struct {
 	// nothing at all (a virtual CPU its host does not run; stall.go). The
 	// zero value has none.
 	Stalls Stalls
+	// WakeLatency is how long a task woken onto another, idle CPU takes
+	// to start there beyond the context switch: the waker's reschedule IPI
+	// and the idle CPU's way out of its idle state (on a virtual machine,
+	// the host's wake-up of the vCPU thread). A calibrated machine's is
+	// the median of the wake-ups calibrate timed (a thread blocked on an
+	// idle CPU woken through a pipe, stallprobe.Wakeups); zero (the
+	// built-in machine, or a table written before it was kept) is none. A
+	// wake-up from the CPU itself (its own task or interrupt) pays none.
+	WakeLatency Time
 	// Costs of the engine's own operations.
 	ContextSwitch Time // one task switch on a CPU
 	TickCost      Time // one tick interrupt, without the softirqs it raises
@@ -175,6 +184,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("unknown timer wheel %d", c.Timers)
 	case c.Softirq.MaxRestart < 0 || c.Softirq.MaxTime < 0:
 		return fmt.Errorf("softirq limits must not be negative")
+	case c.WakeLatency < 0 || c.WakeLatency > Second:
+		return fmt.Errorf("wake-up latency must be in [0, 1s], got %v", c.WakeLatency)
 	case c.Jitter < 0 || c.Jitter >= 1:
 		return fmt.Errorf("jitter must be in [0, 1), got %g", c.Jitter)
 	}

@@ -373,7 +373,11 @@ func (t *Task) wake() {
 	if t.unbound {
 		t.cpu = t.e.placeUnbound(t.cpu, t.e.curCPU)
 	}
+	if w := t.e.curCPU; w != nil && w != t.cpu && t.cpu.curr == nil && t.cpu.deferred == nil {
+		t.cpu.wakeLatency = t.e.cfg.WakeLatency // a remote wake-up of an idle CPU (Config.WakeLatency)
+	}
 	t.cpu.enqueue(t)
+	t.cpu.wakeLatency = 0
 }
 
 // SetRT makes the task a real-time thread at the lowest real-time

@@ -108,6 +108,10 @@ type Config struct {
 	// probe's figures of a calibrated machine (calibrate.HostModel); the
 	// zero value has none.
 	Stalls sim.Stalls
+	// WakeLatency is the machine's wake-up latency of an idle CPU woken
+	// from another (sim.Config.WakeLatency): a calibrated machine's
+	// measured median (calibrate.HostModel); zero is none.
+	WakeLatency sim.Time
 	// MaxEvents bounds the events one command's run may execute (0:
 	// DefaultMaxEvents), so that no setting can make a run take hours of
 	// CPU (see BudgetError).
@@ -358,6 +362,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 		HZ: r.cfg.HZ, CPUs: r.cfg.CPUs, Preempt: r.preempt, Seed: r.cfg.Seed,
 		Watchdog: wd, Jitter: r.cfg.Jitter, NoPhases: r.cfg.NoPhases, EveryTick: r.cfg.EveryTick,
 		Stalls:        r.cfg.Stalls,
+		WakeLatency:   r.cfg.WakeLatency,
 		ContextSwitch: sim.Time(r.costs.Lookup(costs.ContextSwitch)),
 		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
 	}
