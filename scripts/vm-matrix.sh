@@ -104,6 +104,23 @@ command -v setsid >/dev/null 2>&1 || die 3 "setsid not found (util-linux)"
 # ---------------------------------------------------------------- cleanup
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ndst-matrix.XXXXXX")
+# The cells' scripts make their scratch folders in this run's own, so that
+# this run's cleanup removes whatever a stopped cell could not.
+mkdir -p "$work/tmp"
+export TMPDIR=$work/tmp
+sessions=() # the cells' sessions (each cell runs in one of its own)
+# session_procs SID: the PIDs of the processes of session SID (from /proc,
+# without a process per PID).
+session_procs() {
+	local s st
+	for s in /proc/[0-9]*/stat; do
+		read -r st 2>/dev/null <"$s" || continue
+		st=${st##*) }
+		# After the command's name: state, ppid, pgrp, session.
+		read -r _ _ _ st _ <<<"$st"
+		[[ $st != "$1" ]] || { s=${s#/proc/}; echo "${s%/stat}"; }
+	done
+}
 cleanup() {
 	local rc=$?
 	# A second signal (a stop often comes to a whole process group, twice
@@ -120,6 +137,20 @@ cleanup() {
 	# vm-run.sh's own trap stops its qemu on SIGTERM; a cell's timeout(1)
 	# kills what is left 15 s later.
 	wait 2>/dev/null || true
+	# A cell's scripts may outlive its timeout(1) by a moment (a parent
+	# that is stopped does not always wait for its child's cleanup): wait
+	# until nothing of the cell's session runs, for up to 10 s, then stop
+	# what is left, so that its scratch folders (in this run's folder, see
+	# TMPDIR below) are gone with it.
+	for j in "${sessions[@]}"; do
+		local i
+		for ((i = 0; i < 100; i++)); do
+			[[ -n $(session_procs "$j") ]] || break
+			sleep 0.1
+		done
+		# shellcheck disable=SC2046 # one PID per word
+		kill -KILL $(session_procs "$j") 2>/dev/null || true
+	done
 	rm -rf "$work"
 	exit "$rc"
 }
@@ -134,6 +165,7 @@ run_cell() {
 	local log=$1 rc=0
 	shift
 	setsid "$@" </dev/null 2>"$log" &
+	sessions+=("$!")
 	wait "$!" || rc=$?
 	return "$rc"
 }

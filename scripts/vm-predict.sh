@@ -149,6 +149,9 @@ if [ -n "$log" ]; then
 fi
 
 work=$(mktemp -d)
+# vm-run.sh makes its scratch folder in this one, so that this script's
+# cleanup removes it even when a stop cut vm-run.sh's own cleanup short.
+export TMPDIR=$work
 child=""
 cleanup() {
   local rc=$?
