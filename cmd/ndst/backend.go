@@ -48,6 +48,9 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		}
 		c.Costs = t
 		c.CostsPath = g.costs
+		if n := g.tableMachineNote(t); n != "" {
+			c.MachineNotes = append(c.MachineNotes, n)
+		}
 	}
 	return c, nil
 }

@@ -191,6 +191,32 @@ func (g *globalOptions) applyMachine(cmd *cobra.Command) error {
 	return nil
 }
 
+// tableMachineNote says when a calibrated --costs table runs on another
+// machine than its host's: the flags' and their defaults' (the 2009
+// machine), because --machine host was not given. The table's costs are
+// then those of its host's CPU on another kernel line, HZ or CPU count.
+func (g *globalOptions) tableMachineNote(t *costs.Table) string {
+	h := t.Host
+	if len(g.machineSettings) > 0 || g.profile == "auto" || h == nil || h.HZ == 0 || h.CPUs == 0 {
+		return ""
+	}
+	line := h.Profile
+	if line == "" {
+		line, _, _ = netdev.ProfileForRelease(h.Kernel)
+	}
+	if line == g.profile && h.HZ == g.hz && h.CPUs == g.cpus {
+		return ""
+	}
+	cpus := func(n int) string {
+		if n == 1 {
+			return "1 CPU"
+		}
+		return fmt.Sprint(n, " CPUs")
+	}
+	return fmt.Sprintf("the cost table was calibrated on kernel %s (line %s, HZ %d, %s); this run emulates line %s, HZ %d, %s, from the flags and their defaults: --machine host runs the table's machine",
+		orDash(h.Kernel), orDash(line), h.HZ, cpus(h.CPUs), g.profile, g.hz, cpus(g.cpus))
+}
+
 // machineNote is the one line that says what came from where.
 func (g *globalOptions) machineNote() string {
 	if len(g.machineSettings) == 0 {

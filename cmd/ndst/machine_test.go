@@ -52,3 +52,31 @@ func TestMachineHostFromTable(t *testing.T) {
 		t.Errorf("--machine guest = exit %d, %q; want exit 2 naming it", code, errOut)
 	}
 }
+
+// TestMachineTableElsewhere: a calibrated table used without --machine host
+// runs on the flags' machine, and the run says that this is not the
+// table's; on the table's own machine, or with --machine host, it says
+// nothing of the kind.
+func TestMachineTableElsewhere(t *testing.T) {
+	table := "../../calibrate/testdata/closure/host-6.18-quiet-a.json"
+	const note = "the cost table was calibrated on kernel"
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--costs", table, "add", "3"}, true},
+		{[]string{"--costs", table, "--profile", "6.18", "--hz", "250", "--cpus", "2", "add", "3"}, false},
+		{[]string{"--costs", table, "--machine", "host", "add", "3"}, false},
+	} {
+		out, errOut, code := ndstRun(t, tempState(t), c.args...)
+		if code != 0 {
+			t.Fatalf("%v = exit %d: %s", c.args, code, errOut)
+		}
+		if got := strings.Contains(out, note); got != c.want {
+			t.Errorf("%v: note %q shown %v, want %v:\n%s", c.args, note, got, c.want, out)
+		}
+		if c.want && !strings.Contains(out, "this run emulates line 2.6.32, HZ 1000, 1 CPU,") {
+			t.Errorf("%v: the note must name the machine the run emulates:\n%s", c.args, out)
+		}
+	}
+}
