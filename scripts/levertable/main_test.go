@@ -76,3 +76,30 @@ func TestBuildTable(t *testing.T) {
 		t.Error("Build with a missing transcript succeeded")
 	}
 }
+
+// The README's lever table is the one this tree prints from the record it
+// names (testdata/2026-12-02): a model change that moves a cell's
+// prediction must move the README with it.
+func TestREADMETable(t *testing.T) {
+	const record = "testdata/2026-12-02"
+	cells, m, err := Build(context.Background(), record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	if err := WriteTable(&want, cells, m, true); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "scripts/levertable/"+record) {
+		t.Fatalf("README.md does not name the record %s that its lever table is printed from", record)
+	}
+	for _, line := range strings.Split(want.String(), "\n") {
+		if strings.HasPrefix(line, "| `") && !strings.Contains(string(readme), line+"\n") {
+			t.Errorf("README.md lacks this row of 'go run ./scripts/levertable -markdown scripts/levertable/%s':\n%s", record, line)
+		}
+	}
+}
