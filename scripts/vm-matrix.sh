@@ -141,7 +141,7 @@ cleanup() {
 	# that is stopped does not always wait for its child's cleanup): wait
 	# until nothing of the cell's session runs, for up to 10 s, then stop
 	# what is left, so that its scratch folders (in this run's folder, see
-	# TMPDIR below) are gone with it.
+	# TMPDIR above) are gone with it.
 	for j in "${sessions[@]}"; do
 		local i
 		for ((i = 0; i < 100; i++)); do
