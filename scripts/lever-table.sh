@@ -4,6 +4,7 @@
 #
 #   scripts/lever-table.sh [--out DIR] [--host-only | --vm-only] [--verify-runs R]
 #                          [--vm-runs R] [--vm-batched-runs R] [--count N] [--cpus 1,2]
+#                          [--vm-timeout S]
 #
 # This host (root; its kernel's runtime knobs, each put back):
 #   1. ndst calibrate -o DIR/host-costs.json (this host's CPU costs and knobs);
@@ -48,10 +49,10 @@ usage() {
 }
 note() { echo "lever-table: $*" >&2; }
 
-out="" host=1 vm=1 runs=3 vmruns=3 vmbruns=9 count=1000 cpus_list=1,2
+out="" host=1 vm=1 runs=3 vmruns=3 vmbruns=9 count=1000 cpus_list=1,2 vmtimeout=1200
 while (($#)); do
 	case $1 in
-	--out | --verify-runs | --vm-runs | --vm-batched-runs | --count | --cpus)
+	--out | --verify-runs | --vm-runs | --vm-batched-runs | --count | --cpus | --vm-timeout)
 		(($# >= 2)) || usage "$1 needs a value"
 		case $1 in
 		--out) out=$2 ;;
@@ -60,6 +61,7 @@ while (($#)); do
 		--vm-batched-runs) vmbruns=$2 ;;
 		--count) count=$2 ;;
 		--cpus) cpus_list=$2 ;;
+		--vm-timeout) vmtimeout=$2 ;;
 		esac
 		shift 2
 		;;
@@ -77,6 +79,7 @@ done
 [[ $vmruns =~ ^[1-9][0-9]?$ ]] || usage "--vm-runs '$vmruns': want 1 to 99"
 [[ $vmbruns =~ ^[1-9][0-9]?$ ]] || usage "--vm-batched-runs '$vmbruns': want 1 to 99"
 [[ $count =~ ^[1-9][0-9]{0,4}$ ]] && ((count <= 10000)) || usage "--count '$count': want 1 to 10000 devices"
+[[ $vmtimeout =~ ^[1-9][0-9]{1,4}$ ]] || usage "--vm-timeout '$vmtimeout': want 10 to 99999 seconds"
 [[ ,$cpus_list, =~ ^,([1-9],)+$ ]] || usage "--cpus '$cpus_list': want CPU counts from 1 to 9, separated by commas"
 [[ $EUID -eq 0 ]] || { echo "lever-table: needs root (the host's knobs, namespaces, the VM rig)" >&2; exit 3; }
 [[ -n $out ]] || out=lever-table-$(date +%Y%m%d-%H%M%S)
@@ -167,7 +170,7 @@ if ((vm)); then
 			IFS=: read -r tag pkg param <<<"$spec"
 			name=$tag-$c
 			note "VM: $pkg, $c CPU(s), without and with $param"
-			if ! locked bash "$repo/scripts/vm-predict.sh" --param "$param" --cpus "$c" --count "$count" --runs "$vmruns" --batched-runs "$vmbruns" --json \
+			if ! locked bash "$repo/scripts/vm-predict.sh" --param "$param" --cpus "$c" --count "$count" --runs "$vmruns" --batched-runs "$vmbruns" --timeout "$vmtimeout" --json \
 				--log "$out/vm-$name.log" -- --package "$pkg" >"$out/vm-$name.json" 2>"$out/vm-$name.stderr"; then
 				tail -n 5 "$out/vm-$name.stderr" >&2
 				note "vm-predict.sh --param $param --cpus $c failed"
