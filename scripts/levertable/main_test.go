@@ -77,29 +77,31 @@ func TestBuildTable(t *testing.T) {
 	}
 }
 
-// The README's lever table is the one this tree prints from the record it
-// names (testdata/2026-12-02): a model change that moves a cell's
-// prediction must move the README with it.
+// The README's lever tables are the ones this tree prints from the records
+// they name (testdata/2026-12-02: this host and 1-CPU guests;
+// testdata/2026-12-02-vm2: 2-CPU guests, a later run): a model change that
+// moves a cell's prediction must move the README with it.
 func TestREADMETable(t *testing.T) {
-	const record = "testdata/2026-12-02"
-	cells, m, err := Build(context.Background(), record)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want strings.Builder
-	if err := WriteTable(&want, cells, m, true); err != nil {
-		t.Fatal(err)
-	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "scripts/levertable/"+record) {
-		t.Fatalf("README.md does not name the record %s that its lever table is printed from", record)
-	}
-	for _, line := range strings.Split(want.String(), "\n") {
-		if strings.HasPrefix(line, "| `") && !strings.Contains(string(readme), line+"\n") {
-			t.Errorf("README.md lacks this row of 'go run ./scripts/levertable -markdown scripts/levertable/%s':\n%s", record, line)
+	for _, record := range []string{"testdata/2026-12-02", "testdata/2026-12-02-vm2"} {
+		cells, m, err := Build(context.Background(), record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		if err := WriteTable(&want, cells, m, true); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(readme), "scripts/levertable/"+record+"`") {
+			t.Fatalf("README.md does not name the record %s that its lever table is printed from", record)
+		}
+		for _, line := range strings.Split(want.String(), "\n") {
+			if strings.HasPrefix(line, "| `") && !strings.Contains(string(readme), line+"\n") {
+				t.Errorf("README.md lacks this row of 'go run ./scripts/levertable -markdown scripts/levertable/%s':\n%s", record, line)
+			}
 		}
 	}
 }
