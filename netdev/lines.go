@@ -141,6 +141,10 @@ var history = []struct {
 			"the batch limit is max(blimit, ready >> rcu_divisor)", func(p *Profile) { p.DivisorOfAll = false }},
 	}},
 	{"6.12", []Change{
+		{"(not identified)", "6.12", "rcu: expedited grace periods run in the rcu_exp_gp_kthread_worker kthread",
+			"synchronize_rcu_expedited queues its grace period on one kthread worker not bound to a CPU, whatever the configuration (6.12.19 kernel/rcu/tree_exp.h l.486-490, tree.c l.4939-4952), where 6.1 queued it on the per-CPU rcu_gp workqueue of the caller's CPU (6.1 tree_exp.h l.524-528, tree.c l.4871): the scheduler places the worker on an idle CPU while the caller runs, and it wakes the caller back on the caller's idle CPU, two wake-ups of an idle CPU from another per expedited grace period on a machine with one (rcu/expworker.go)", func(p *Profile) {
+				p.ExpKthreadWorker = true
+			}},
 		{"4381b895f544", "6.12", "timers: Remove historical extra jiffie for timeout in msleep()",
 			"msleep(ms) sleeps msecs_to_jiffies(ms): each backoff sleep one jiffy shorter", func(p *Profile) { p.MsleepExact = true }},
 		{"c4e86b4363ac", "6.10", "net: add two more call_rcu_hurry()",

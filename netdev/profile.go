@@ -70,6 +70,9 @@ type Profile struct {
 	// TreeExpedited is synchronize_rcu_expedited of the non-preemptible
 	// Tree RCU.
 	TreeExpedited rcu.Expedited
+	// ExpKthreadWorker: the expedited GP runs in an unbound kthread worker,
+	// not on the caller's CPU (rcu.Config.ExpKthreadWorker; 6.12 on).
+	ExpKthreadWorker bool
 	// UPShortcut: synchronize_rcu[_expedited] return at once on one CPU
 	// without preemptible RCU (all of 2.6.3x; modern lines before 6.1).
 	UPShortcut bool
@@ -318,6 +321,7 @@ func (p Profile) RCUConfig(c RCUChoice, hz, cpus int, preempt sim.Preempt, ct *c
 			cfg.FQSFirst, cfg.FQSNext = first, first
 			cfg.CondReschedQS = !cfg.Preemptible // rcu_all_qs: !PREEMPT_RCU only
 			cfg.Expedited = rcu.ExpIPI
+			cfg.ExpKthreadWorker = p.ExpKthreadWorker
 			cfg.Barrier = rcu.BarrierEntrain
 			cfg.Divisor = 7
 			cfg.ReschedTime = 3 * sim.Millisecond

@@ -23,10 +23,14 @@ import "github.com/ndst-project/ndst/sim"
 
 // expGP is one expedited grace period: the CPUs that were not quiescent when
 // it started, and its caller waiting for them.
+// With the worker (expworker.go) the worker waits in wq for the holdouts,
+// and the caller in doneWQ until the worker has set done.
 type expGP struct {
 	holdout []bool
 	pending int
 	wq      sim.WaitQueue
+	done    bool
+	doneWQ  sim.WaitQueue
 }
 
 // SynchronizeExpedited waits for an expedited grace period. It reports
@@ -59,13 +63,36 @@ func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
 		}
 	}
 	r.stats.ExpeditedGPs++
-	me := t.CPU().ID
 	x := &expGP{holdout: make([]bool, len(r.cpus))}
+	if r.cfg.Expedited == ExpIPI && r.cfg.ExpKthreadWorker {
+		r.expViaWorker(t, x) // expworker.go
+		return true
+	}
+	r.expSelect(t, x, false)
+	switch {
+	case x.pending > 0:
+		r.exps = append(r.exps, x)
+		x.wq.Wait(t, func() bool { return x.pending == 0 })
+	default:
+		// The kworker's round trip: the caller sleeps, so whatever else is
+		// runnable on its CPU (the GP kthread) gets to run.
+		t.Nanosleep(r.cfg.IPICost)
+	}
+	return true
+}
+
+// expSelect is sync_rcu_exp_select_cpus run by t: an IPI to every other
+// CPU, and the CPUs not quiescent at this instant made holdouts. selfQS:
+// t's own CPU counts as quiescent, as the CPU that runs the expedited GP's
+// worker does (6.12 tree_exp.h l.362-364: raw_smp_processor_id() == cpu);
+// otherwise it is t's caller's own CPU, in kernel code.
+func (r *RCU) expSelect(t *sim.Task, x *expGP, selfQS bool) {
+	me := t.CPU().ID
 	for i, d := range r.cpus {
 		if i != me {
 			t.Charge(r.cfg.IPICost)
 		}
-		if r.quiescentNow(d.cpu, i == me) {
+		if i == me && selfQS || r.quiescentNow(d.cpu, i == me) {
 			continue
 		}
 		x.holdout[i] = true
@@ -77,16 +104,6 @@ func (r *RCU) SynchronizeExpedited(t *sim.Task) bool {
 			}
 		}
 	}
-	switch {
-	case x.pending > 0:
-		r.exps = append(r.exps, x)
-		x.wq.Wait(t, func() bool { return x.pending == 0 })
-	default:
-		// The kworker's round trip: the caller sleeps, so whatever else is
-		// runnable on its CPU (the GP kthread) gets to run.
-		t.Nanosleep(r.cfg.IPICost)
-	}
-	return true
 }
 
 // quiescentNow is the expedited handler's test: is the CPU in a QS at this

@@ -154,7 +154,13 @@ type Config struct {
 	TinyTickResched bool
 
 	Expedited Expedited
-	Barrier   Barrier
+	// ExpKthreadWorker: an ExpIPI expedited GP is driven by
+	// rcu_exp_gp_kthread_worker, one kernel thread not bound to any CPU,
+	// which the caller wakes and which wakes the caller (expworker.go;
+	// 6.12 on). Unset, by a worker of the caller's own CPU (6.1's bound
+	// rcu_gp workqueue), a local round trip.
+	ExpKthreadWorker bool
+	Barrier          Barrier
 	// CoreKthread: RCU core work runs in per-CPU rcuc kthreads at real-time
 	// priority instead of RCU_SOFTIRQ, and the GP kthread is real-time too
 	// (PREEMPT_RT: use_softirq=0, RCU_BOOST's kthread_prio; corethread.go).
@@ -308,9 +314,11 @@ type RCU struct {
 	cpus []*cpuData
 	impl impl
 
-	exps  []*expGP // expedited GPs in progress
-	stall stallState
-	stats Stats
+	exps []*expGP // expedited GPs in progress
+	// expWorker is rcu_exp_gp_kthread_worker (ExpKthreadWorker).
+	expWorker expWorker
+	stall     stallState
+	stats     Stats
 	// invoking is the CPU whose softirq is running callbacks, if any;
 	// nested counts the callbacks running that CallRCUNested queued.
 	invoking *sim.CPU

@@ -92,9 +92,13 @@ type killSignal struct{}
 // Go creates a task on cpu that runs fn. A daemon task (a kernel thread)
 // does not keep the run alive. The task becomes runnable at once.
 func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
+	return e.goTask(name, cpu, daemon, false, fn)
+}
+
+func (e *Engine) goTask(name string, cpu int, daemon, unbound bool, fn func(*Task)) *Task {
 	e.nextTask++
 	t := &Task{e: e, cpu: e.cpus[cpu], Name: name, PID: 100 + e.nextTask, fn: fn,
-		daemon: daemon, mode: ModeKernel, state: taskBlocked}
+		daemon: daemon, mode: ModeKernel, state: taskBlocked, unbound: unbound}
 	t.endFn = t.endCharge
 	t.relaxFn = t.relaxStep
 	t.dispatchEvt.fn = t.dispatch
@@ -104,6 +108,15 @@ func (e *Engine) Go(name string, cpu int, daemon bool, fn func(*Task)) *Task {
 	}
 	t.wake()
 	return t
+}
+
+// GoUnbound creates an unbound task (SetUnbound) that runs fn, placed as a
+// wake-up of it from the running task's CPU would place it, with cpu as its
+// last CPU: the kernel thread was created at boot and sleeps until its first
+// work, and the waker of that work is the caller, so its first wake-up pays
+// what any later one does (Config.WakeLatency onto another, idle CPU).
+func (e *Engine) GoUnbound(name string, cpu int, daemon bool, fn func(*Task)) *Task {
+	return e.goTask(name, cpu, daemon, true, fn)
 }
 
 // CPU returns the CPU the task runs on.
