@@ -177,6 +177,12 @@ type Report struct {
 	// one (stallprobe.Wakeups, stalls.go), kept in the table's host
 	// section: the emulated machine's remote wake-ups take its median.
 	Wakeup *costs.Distribution `json:"wakeup_latency,omitempty"`
+	// TimerLateness is how late a timer interrupt arrived on an idle CPU
+	// (timerlate.go), kept in the table's host section: the emulated
+	// machine's ticks come late by it. TimerLatenessError says why there
+	// is none.
+	TimerLateness      *costs.Lateness `json:"timer_lateness,omitempty"`
+	TimerLatenessError string          `json:"timer_lateness_error,omitempty"`
 
 	Kind        string       `json:"kind"`
 	RoundTripNS int64        `json:"round_trip_ns"`
@@ -438,7 +444,7 @@ func (r *Report) buildTable(now time.Time) {
 		},
 		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: r.Host.Preempt,
 			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP, Knobs: r.Knobs, KnobsRead: r.Knobs != nil, DeviceKind: r.Kind,
-			Stalls: r.Stalls, WakeupLatency: r.Wakeup},
+			Stalls: r.Stalls, WakeupLatency: r.Wakeup, TimerLateness: r.TimerLateness},
 		Extra: map[string]int64{
 			"create_per_device_ns":           r.CreateNS,
 			"netlink_round_trip_ns":          r.RoundTripNS,
@@ -504,6 +510,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "grace period:    not measured: %s\n", r.GPError)
 	}
 	b.WriteString(r.stallSummary())
+	b.WriteString(r.latenessSummary())
 	fmt.Fprintf(&b, "netlink request: %s (a request the kernel rejects at once)\n", dur(r.RoundTripNS))
 	if g := r.Gap; g != nil {
 		fmt.Fprintf(&b, "between requests: %s (%s of %d gaps between rejected delete requests sent as a one-by-one delete sends them; quartiles %s and %s): ndst's own time before each next request, request_gap\n",

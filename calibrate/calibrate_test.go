@@ -259,8 +259,9 @@ func TestRunOnHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run() = %v", err)
 	}
-	if r.CreateNS <= 0 || r.RoundTripNS <= 0 || len(r.Batches) != 2 || r.Batches[1].Devices != 40 || r.Creates != 100 || r.Table == nil {
-		t.Errorf("Run() = %+v, want create and round-trip times, two batch sizes (10, 40), 100 creates, a table", r)
+	// Two rounds of 10 and 40, or four when the runs spread (spreadLimit).
+	if r.CreateNS <= 0 || r.RoundTripNS <= 0 || len(r.Batches) != 2 || r.Batches[1].Devices != 40 || (r.Creates != 100 && r.Creates != 200) || r.Table == nil {
+		t.Errorf("Run() = %+v, want create and round-trip times, two batch sizes (10, 40), 100 creates (200 when the runs spread), a table", r)
 	}
 	switch {
 	case r.GP == nil && r.GPError == "":
@@ -286,6 +287,12 @@ func TestRunOnHost(t *testing.T) {
 		t.Errorf("Run() stalls %+v (table %+v), want the probe's figures for %d CPUs in the table", r.Stalls, r.Table.Host.Stalls, r.Host.CPUs)
 	case r.Stalls != nil && r.Host.CPUs > 1 && (r.Wakeup == nil || r.Wakeup.N != 100*r.Host.CPUs*(r.Host.CPUs-1) || r.Stalls.OneBusy == nil):
 		t.Errorf("Run() on %d CPUs: wake-ups %+v, one-busy stalls %+v; want both", r.Host.CPUs, r.Wakeup, r.Stalls.OneBusy)
+	}
+	switch {
+	case r.TimerLateness == nil && r.TimerLatenessError == "":
+		t.Errorf("Run() has neither a timer lateness nor a reason for its absence")
+	case r.TimerLateness != nil && (r.Table.Host.TimerLateness != r.TimerLateness || r.TimerLateness.N != timerSamples*r.Host.CPUs || len(r.TimerLateness.GroupsNS) != latenessGroups):
+		t.Errorf("Run() timer lateness %+v (table %+v), want %d samples a CPU and %d groups in the table", r.TimerLateness, r.Table.Host.TimerLateness, timerSamples, latenessGroups)
 	}
 	var buf bytes.Buffer
 	r.WriteText(&buf)

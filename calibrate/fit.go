@@ -102,6 +102,7 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 	if w := h.WakeupLatency; w != nil && w.N > 0 && w.P50NS > 0 {
 		c.WakeLatency = sim.Time(min(w.P50NS, int64(sim.Second))) // the median (sim.Config.WakeLatency)
 	}
+	c.TickLateness = hostTickLateness(h) // timerlate.go
 	return c, nil
 }
 

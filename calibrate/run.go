@@ -70,6 +70,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.StallsError = err.Error()
 	}
 
+	progress("timer lateness (a sleep to a deadline on each idle CPU)")
+	if err := r.measureTimerLateness(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.TimerLatenessError = err.Error()
+	}
+
 	progress("netlink round trips")
 	rts, err := b.RoundTrips(o.RoundTrips)
 	if err != nil {

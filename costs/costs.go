@@ -115,6 +115,41 @@ type Host struct {
 	// remote wake-ups of an idle CPU take its median (sim.Config's
 	// WakeLatency). A table without it models none.
 	WakeupLatency *Distribution `json:"wakeup_latency,omitempty"`
+	// TimerLateness is how late a timer interrupt arrived on an idle CPU
+	// (stallprobe.TimerLateness, less the probe's floor): the emulated
+	// machine's ticks come late by one of its groups each (sim.Config's
+	// TickLateness). A table without it has ticks on time.
+	TimerLateness *Lateness `json:"timer_lateness,omitempty"`
+}
+
+// Lateness is a distribution kept whole enough to draw from: its summary,
+// the floor taken off every sample, and the means of equal-count groups of
+// the samples, ascending (as Stalls keeps its lengths).
+type Lateness struct {
+	Distribution
+	// FloorNS is what was taken off each sample: the smallest one, the
+	// probe's own path (its wake-up on its CPU), not the interrupt's.
+	FloorNS  int64   `json:"floor_ns"`
+	GroupsNS []int64 `json:"groups_ns"`
+}
+
+// MaxLateness bounds a group of Lateness: a second.
+const MaxLateness = 1_000_000_000
+
+// Validate checks that the groups are ascending and within 0..MaxLateness.
+func (l *Lateness) Validate() error {
+	if len(l.GroupsNS) == 0 {
+		return fmt.Errorf("no groups")
+	}
+	for i, g := range l.GroupsNS {
+		if g < 0 || g > MaxLateness {
+			return fmt.Errorf("group %d is %d ns: want 0 to %d", i, g, MaxLateness)
+		}
+		if i > 0 && g < l.GroupsNS[i-1] {
+			return fmt.Errorf("groups must be ascending: %d after %d", g, l.GroupsNS[i-1])
+		}
+	}
+	return nil
 }
 
 // Stalls summarises the stall probe's run: per CPU a pinned thread spun on
@@ -303,6 +338,11 @@ func (t *Table) Validate() error {
 		if s := t.Host.Stalls; s != nil {
 			if err := s.Validate(); err != nil {
 				return fmt.Errorf("host stalls: %v", err)
+			}
+		}
+		if l := t.Host.TimerLateness; l != nil {
+			if err := l.Validate(); err != nil {
+				return fmt.Errorf("host timer lateness: %v", err)
 			}
 		}
 		for _, k := range t.Host.Knobs {

@@ -43,6 +43,11 @@ type CPU struct {
 	stallUntil Time
 	stallRand  *rand.Rand
 	tickLate   bool
+	// lateRand is the source of the CPU's tick lateness (ticklate.go);
+	// LateTicks counts the ticks that came late, TicksLate their lateness.
+	lateRand  *rand.Rand
+	LateTicks int64
+	TicksLate Time
 	// inIRQ is set while interrupt code (the tick, its softirqs) runs;
 	// irqBase is the CPU's clock when it began and irqSpent the work done
 	// since, so that Clock() advances inside an interrupt.
@@ -317,7 +322,7 @@ func (c *CPU) ensureTick() {
 	}
 	if c.tickEv != nil {
 		if c.tickLate {
-			return // a tick a stall delayed comes when the stall ends (stall.go)
+			return // a late tick, or one a stall delayed, comes when it comes (ticklate.go, stall.go)
 		}
 		if want == c.tickAt || c.tickAt <= c.e.now { // as wanted, or due this instant
 			return
@@ -353,6 +358,15 @@ func (c *CPU) hooksNeedTick() bool {
 
 // tick is the periodic timer interrupt.
 func (c *CPU) tick() {
+	if !c.tickLate {
+		if d := c.tickDelay(); d > 0 { // its interrupt comes late (ticklate.go)
+			c.LateTicks++
+			c.TicksLate += d
+			c.tickAt, c.tickLate = c.e.now+d, true
+			c.e.arm(c.tickEv, c.tickAt)
+			return
+		}
+	}
 	if c.stalled() { // it fires when the stall ends (stall.go)
 		c.tickAt, c.tickLate = c.stallUntil, true
 		c.e.arm(c.tickEv, c.tickAt)

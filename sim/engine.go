@@ -160,6 +160,10 @@ type Config struct {
 	// built-in machine, or a table written before it was kept) is none. A
 	// wake-up from the CPU itself (its own task or interrupt) pays none.
 	WakeLatency Time
+	// TickLateness is how late the machine's tick interrupts arrive: each
+	// tick of each CPU takes one of these, each as likely (ticklate.go);
+	// ascending. Empty (the built-in machine) is on time.
+	TickLateness []Time
 	// Costs of the engine's own operations.
 	ContextSwitch Time // one task switch on a CPU
 	TickCost      Time // one tick interrupt, without the softirqs it raises
@@ -188,6 +192,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("wake-up latency must be in [0, 1s], got %v", c.WakeLatency)
 	case c.Jitter < 0 || c.Jitter >= 1:
 		return fmt.Errorf("jitter must be in [0, 1), got %g", c.Jitter)
+	}
+	if err := validateTickLateness(c.TickLateness); err != nil {
+		return err
 	}
 	return c.Stalls.Validate()
 }

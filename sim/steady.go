@@ -19,9 +19,11 @@ package sim
 // event due (another CPU's tick, a timer's hrtimer, a wake-up), a timer on
 // this CPU's wheel, the soft-lockup detector's wake-up or report, the spin's
 // own deadline, a tick whose cost would reach the next jiffy, a hook that
-// cannot certify. What it leaves is the state the events would have left
-// (TestSteadyTicksAreTheTicksRun, and in ndst/emu every counter of bench
-// cells run both ways). Config.EveryTick turns it off.
+// cannot certify; and a machine whose ticks come late (ticklate.go) never
+// fast-forwards, as each tick draws its lateness. What it leaves is the
+// state the events would have left (TestSteadyTicksAreTheTicksRun, and in
+// ndst/emu every counter of bench cells run both ways). Config.EveryTick
+// turns it off.
 
 // SteadyHooks is implemented by Hooks that can certify ticks in advance. A
 // spin fast-forwards only when every hook does.
@@ -46,7 +48,7 @@ type SteadyHooks interface {
 // run within them: the spin's step is then armed as it stood at that event.
 func (t *Task) skipSteadyTicks() bool {
 	e, c := t.e, t.cpu
-	if e.trace != nil || e.stopErr != nil || e.interrupt != nil && e.stats.Events%interruptEvery == 0 {
+	if e.trace != nil || e.stopErr != nil || e.interrupt != nil && e.stats.Events%interruptEvery == 0 || len(e.cfg.TickLateness) > 0 {
 		return false // the poll after this step must see it unskipped
 	}
 	if c.tickEv == nil || c.tickAt <= e.now || c.irqBusyUntil > c.tickAt || c.curr != t || c.deferred != nil ||

@@ -135,8 +135,10 @@ func (r *Result) Sorted() []int64 {
 // of them at a time, each as likely, they give the measured mean and its
 // spread, the long tail included (a quantile grid would not: its top
 // segment spans from the 95th percentile to the one longest stall).
-func (r *Result) Groups(k int) []int64 {
-	all := r.Sorted()
+func (r *Result) Groups(k int) []int64 { return GroupMeans(r.Sorted(), k) }
+
+// GroupMeans is Groups for any ascending samples (ns).
+func GroupMeans(all []int64, k int) []int64 {
 	if len(all) == 0 || k < 1 {
 		return nil
 	}
@@ -186,4 +188,12 @@ type Wakeup struct {
 	To   int `json:"to_cpu"`
 	// LatenciesNS are the samples, in the order taken.
 	LatenciesNS []int64 `json:"latencies_ns"`
+}
+
+// Timer is what the timer probe saw on one CPU (TimerLateness).
+type Timer struct {
+	CPU int `json:"cpu"`
+	// LatenessNS are how late each sleep ran past its deadline, in the
+	// order taken.
+	LatenessNS []int64 `json:"lateness_ns"`
 }

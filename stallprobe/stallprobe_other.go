@@ -20,3 +20,9 @@ func Wakeups(ctx context.Context, n int) ([]Wakeup, error) {
 	_, err := Run(ctx, Options{})
 	return nil, err
 }
+
+// TimerLateness is Linux only, as Run.
+func TimerLateness(ctx context.Context, n int) ([]Timer, error) {
+	_, err := Run(ctx, Options{})
+	return nil, err
+}

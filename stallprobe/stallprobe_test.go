@@ -96,3 +96,49 @@ func TestWakeupsRun(t *testing.T) {
 		t.Logf("%d -> %d: %v ns", w.From, w.To, w.LatenciesNS)
 	}
 }
+
+func TestTimerLatenessRuns(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the probe is Linux only")
+	}
+	for _, n := range []int{0, MaxTimerSamples + 1} {
+		if _, err := TimerLateness(context.Background(), n); err == nil {
+			t.Errorf("TimerLateness(%d): no error", n)
+		}
+	}
+	ts, err := TimerLateness(context.Background(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) == 0 {
+		t.Fatalf("%d CPUs probed", len(ts))
+	}
+	seen := map[int]bool{}
+	for _, tm := range ts {
+		if seen[tm.CPU] || len(tm.LatenessNS) != 20 {
+			t.Errorf("CPU %d: probed twice, or %d samples, want 20", tm.CPU, len(tm.LatenessNS))
+		}
+		seen[tm.CPU] = true
+		for _, l := range tm.LatenessNS {
+			if l < 0 || l > int64(time.Second) {
+				t.Errorf("CPU %d: a timer %d ns late", tm.CPU, l)
+			}
+		}
+		s := slices.Sorted(slices.Values(tm.LatenessNS))
+		t.Logf("CPU %d: lateness p50 %v, max %v", tm.CPU, time.Duration(s[len(s)/2]), time.Duration(s[len(s)-1]))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := TimerLateness(ctx, 5); err == nil {
+		t.Error("a cancelled context: no error")
+	}
+}
+
+func TestGroupMeans(t *testing.T) {
+	if g := GroupMeans(nil, 5); g != nil {
+		t.Errorf("no samples: %v", g)
+	}
+	if g := GroupMeans([]int64{1, 2, 3, 4, 10, 20}, 3); !slices.Equal(g, []int64{1, 3, 15}) {
+		t.Errorf("GroupMeans = %v, want [1 3 15]", g)
+	}
+}

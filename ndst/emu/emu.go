@@ -112,6 +112,10 @@ type Config struct {
 	// from another (sim.Config.WakeLatency): a calibrated machine's
 	// measured median (calibrate.HostModel); zero is none.
 	WakeLatency sim.Time
+	// TickLateness is how late the machine's ticks come
+	// (sim.Config.TickLateness): a calibrated machine's measured timer
+	// lateness (calibrate.HostModel); nil is on time.
+	TickLateness []sim.Time
 	// MaxEvents bounds the events one command's run may execute (0:
 	// DefaultMaxEvents), so that no setting can make a run take hours of
 	// CPU (see BudgetError).
@@ -363,6 +367,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 		Watchdog: wd, Jitter: r.cfg.Jitter, NoPhases: r.cfg.NoPhases, EveryTick: r.cfg.EveryTick,
 		Stalls:        r.cfg.Stalls,
 		WakeLatency:   r.cfg.WakeLatency,
+		TickLateness:  r.cfg.TickLateness,
 		ContextSwitch: sim.Time(r.costs.Lookup(costs.ContextSwitch)),
 		TickCost:      sim.Time(r.costs.Lookup(costs.Tick)),
 	}
@@ -870,6 +875,15 @@ func counters(k *kernel) map[string]int64 {
 		}
 		m["machine_stalls"] = n
 		m["machine_stalled_ns"] = d
+	}
+	// So do a machine's late ticks (sim/ticklate.go).
+	if len(k.e.Config().TickLateness) > 0 {
+		var n, d int64
+		for _, c := range k.e.CPUs() {
+			n, d = n+c.LateTicks, d+int64(c.TicksLate)
+		}
+		m["late_ticks"] = n
+		m["ticks_late_ns"] = d
 	}
 	// Lazy RCU's counters exist only where a run had lazy callbacks.
 	if rs.LazyCallbacks > 0 {
