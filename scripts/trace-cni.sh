@@ -206,10 +206,21 @@ function flush() {
 			st = args; sub(/.*prev_state=/, "", st)
 			pp = args; sub(/.*prev_pid=/, "", pp); sub(/ .*/, "", pp)
 			if (np in since) woke(np, pp + 0, comm, st, frames)
+			# The grace-period kthread sleeps either waiting for a request
+			# (rcu_gp_kthread: no grace period in progress) or inside one
+			# (rcu_gp_fqs_loop); woken from the first, it starts one.
+			if (args ~ /^prev_comm=rcu_(preempt|sched) /) {
+				gpk = pp + 0
+				if (gpst == "") gpfrom = t
+				if (st ~ /^[SDI]/ && frames ~ /^rcu_gp_kthread</) { if (gpst != "idle") { gpst = "idle"; idlesince = t; nidle++ } }
+				else if (gpst == "") gpst = "gp"
+			}
+			if (np + 0 == gpk && gpk > 0 && gpst == "idle") { idletot += t - idlesince; gpst = "gp" }
 		}
 		# Another task'"'"'s barrier began: the worker (or any caller) sleeps
-		# on its completion once its callbacks are entrained.
-		if (comm !~ /^ndst/ && args ~ /prev_state=D/ && frames ~ /^wait_for_completion<rcu_barrier</) barstart = t
+		# on its completion once its callbacks are entrained. Was a grace
+		# period in progress then (callbacks queued after it need the next)?
+		if (comm !~ /^ndst/ && args ~ /prev_state=D/ && frames ~ /^wait_for_completion<rcu_barrier</) { barstart = t; bargp = gpst }
 		if (comm ~ /^ndst/ && args ~ /prev_state=D/ && frames ~ /<rtnl_dellink/) {
 			# The veth pair'"'"'s RCU frees are queued by the unregister
 			# notifiers, just before the second synchronize_net.
@@ -219,6 +230,7 @@ function flush() {
 			if (frames ~ /^__mutex_lock[^<]*<rcu_barrier</ && (tid in lastsync) && barstart > 0) {
 				o = (lastsync[tid] - barstart) * 1000; nord++; ord = ord " " o; if (o > 0) nafter++
 			}
+			if (frames ~ /^__mutex_lock[^<]*<rcu_barrier</ && barstart > 0 && bargp != "") bgp[tid] = bargp
 			# A released waiter whose next sleep is not its barrier'"'"'s
 			# callbacks: its own barrier did not sleep.
 			if ((tid in pend) && !(frames ~ /^wait_for_completion<rcu_barrier</)) { if (pend[tid] <= 100) oqn++; else osn++; delete pend[tid] }
@@ -235,6 +247,7 @@ function flush() {
 			w = frames; sub(/^.*__mutex_unlock_slowpath[^<]*</, "", w); split(w, f, "<")
 			by = comm; sub(/[-\/].*/, "", by)
 			holder[by " in " f[1] (f[2] != "" ? " (from " f[2] ")" : "")]++
+			if (p in bgp) { k = (f[1] " " f[2]) ~ /cleanup_net/ ? "cleanup_net'"'"'s final barrier" : (f[1] " " f[2]) ~ /netdev_run_todo/ ? "the worker'"'"'s netdev_run_todo" : "another caller"; gpn[k]++; if (bgp[p] == "gp") gpy[k]++; delete bgp[p] }
 			waker[p] = t; wtid[p] = tid + 0
 			tc = args; sub(/.*target_cpu=0*/, "", tc)
 			if (tc + 0 == cpu + 0) samecpu++
@@ -266,6 +279,11 @@ END {
 	if (nrel) printf "  from that release to running again: median %.0f us (%d of %d woken on the releasing CPU)\n", median(rel), samecpu, nrel
 	for (b in before) printf "  what its CPU ran just before it: %s: %d times\n", b, before[b]
 	if (nord) printf "  the DEL'"'"'s veth frees (queued just before its second synchronize_net) came after the start of the barrier it then waited for %d of %d times, a median %.2f ms after it\n", nafter, nord, median(ord)
+	for (k in gpn) printf "  released by %s: the barrier it had waited for began with a grace period in progress %d of %d times\n", k, gpy[k], gpn[k]
+	if (gpk) {
+		if (gpst == "idle") idletot += t - idlesince
+		printf "  the grace-period kthread waited for a request (no grace period in progress) %.0f%% of the %.0f ms traced (%d times)\n", 100 * idletot / (t - gpfrom), (t - gpfrom) * 1000, nidle
+	}
 	if (nq) printf "  of the %d that ran within 100 us of the release, %d then slept for their own barrier'"'"'s callbacks (median %.2f ms), %d did not\n", nq, oq, median(oql), oqn
 	if (ns) printf "  of the %d that ran later, %d then slept for their own barrier'"'"'s callbacks (median %.2f ms), %d did not\n", ns, os, median(osl), osn
 }' "$work/perf.txt"
