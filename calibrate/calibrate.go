@@ -183,6 +183,10 @@ type Report struct {
 	// is none.
 	TimerLateness      *costs.Lateness `json:"timer_lateness,omitempty"`
 	TimerLatenessError string          `json:"timer_lateness_error,omitempty"`
+	// OtherWork is the rate of the machine's other work's RCU callbacks,
+	// solved from GP (otherwork.go), kept in the table's host section; nil
+	// in a report recorded before it was solved.
+	OtherWork *costs.OtherWork `json:"rcu_other_work,omitempty"`
 
 	Kind        string       `json:"kind"`
 	RoundTripNS int64        `json:"round_trip_ns"`
@@ -444,7 +448,7 @@ func (r *Report) buildTable(now time.Time) {
 		},
 		Host: &costs.Host{Kernel: r.Host.Kernel, HZ: r.HZ, CPUs: r.Host.CPUs, Preempt: r.Host.Preempt,
 			Profile: r.Profile, RCU: r.RCU, GPLatency: r.GP, Knobs: r.Knobs, KnobsRead: r.Knobs != nil, DeviceKind: r.Kind,
-			Stalls: r.Stalls, WakeupLatency: r.Wakeup, TimerLateness: r.TimerLateness},
+			Stalls: r.Stalls, WakeupLatency: r.Wakeup, TimerLateness: r.TimerLateness, OtherWork: r.OtherWork},
 		Extra: map[string]int64{
 			"create_per_device_ns":           r.CreateNS,
 			"netlink_round_trip_ns":          r.RoundTripNS,
@@ -509,6 +513,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "grace period:    not measured: %s\n", r.GPError)
 	}
+	b.WriteString(r.otherWorkSummary())
 	b.WriteString(r.stallSummary())
 	b.WriteString(r.latenessSummary())
 	fmt.Fprintf(&b, "netlink request: %s (a request the kernel rejects at once)\n", dur(r.RoundTripNS))

@@ -103,6 +103,9 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 		c.WakeLatency = sim.Time(min(w.P50NS, int64(sim.Second))) // the median (sim.Config.WakeLatency)
 	}
 	c.TickLateness = hostTickLateness(h) // timerlate.go
+	if o := h.OtherWork; o != nil {
+		c.RCUOtherWork = o.PerCPUSecond // otherwork.go
+	}
 	return c, nil
 }
 

@@ -124,6 +124,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	r.buildTable(time.Now())
+	progress("the machine's other work's RCU callbacks (emulated membarrier)")
+	if err := r.solveOtherWork(ctx); err != nil {
+		return nil, err
+	}
 	progress("fitting the emulated kernel to the runs (closure)")
 	if err := r.fit(ctx); err != nil {
 		return nil, err

@@ -120,6 +120,11 @@ type Host struct {
 	// machine's ticks come late by one of its groups each (sim.Config's
 	// TickLateness). A table without it has ticks on time.
 	TimerLateness *Lateness `json:"timer_lateness,omitempty"`
+	// OtherWork is the rate of the RCU callbacks the machine's other work
+	// queued while the calibration ran, solved from GPLatency (package
+	// calibrate, otherwork.go): the emulated machine queues as many
+	// (rcu/otherwork.go). A table without it models none.
+	OtherWork *OtherWork `json:"rcu_other_work,omitempty"`
 }
 
 // Lateness is a distribution kept whole enough to draw from: its summary,
@@ -150,6 +155,17 @@ func (l *Lateness) Validate() error {
 		}
 	}
 	return nil
+}
+
+// OtherWork is the machine's other work's RCU callbacks as calibrate
+// solved them: PerCPUSecond a CPU a second, the rate at which the emulated
+// machine's membarrier(GLOBAL) calls, timed as calibrate times the real
+// ones, have the measured median (EmulatedP50NS at that rate, IdleP50NS
+// with none).
+type OtherWork struct {
+	PerCPUSecond  float64 `json:"per_cpu_second"`
+	IdleP50NS     int64   `json:"idle_gp_p50_ns"`
+	EmulatedP50NS int64   `json:"emulated_gp_p50_ns"`
 }
 
 // Stalls summarises the stall probe's run: per CPU a pinned thread spun on
@@ -332,6 +348,10 @@ func Parse(b []byte) (*Table, error) {
 // single charge would outlast the soft-lockup threshold and the run.
 const MaxCost = 1_000_000_000
 
+// MaxOtherWork bounds Host.OtherWork's rate, as rcu.MaxOtherWork does the
+// model's.
+const MaxOtherWork = 10000
+
 // Validate checks that every named operation is known and costs 0..MaxCost.
 func (t *Table) Validate() error {
 	if t.Host != nil {
@@ -339,6 +359,9 @@ func (t *Table) Validate() error {
 			if err := s.Validate(); err != nil {
 				return fmt.Errorf("host stalls: %v", err)
 			}
+		}
+		if o := t.Host.OtherWork; o != nil && !(o.PerCPUSecond >= 0 && o.PerCPUSecond <= MaxOtherWork) {
+			return fmt.Errorf("host rcu_other_work: %g callbacks a CPU a second, want 0 to %d", o.PerCPUSecond, MaxOtherWork)
 		}
 		if l := t.Host.TimerLateness; l != nil {
 			if err := l.Validate(); err != nil {

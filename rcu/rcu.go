@@ -190,6 +190,9 @@ type Config struct {
 	// Lazy: call_rcu() on an offloaded CPU may hold its callback back in
 	// the bypass list (CONFIG_RCU_LAZY, enable_rcu_lazy; lazy.go).
 	Lazy bool
+	// OtherWork is the rate of the RCU callbacks that the machine's other
+	// work queues, a CPU a second (otherwork.go); 0: none.
+	OtherWork float64
 
 	// Callback invocation (rcu_do_batch): BatchLimit (blimit) callbacks a
 	// softirq, lifted while more than QHiMark are queued until at most
@@ -364,6 +367,9 @@ func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	if err := checkNoCB(cfg, n); err != nil {
 		return nil, err
 	}
+	if err := checkOtherWork(cfg); err != nil {
+		return nil, err
+	}
 	r := &RCU{e: e, cfg: cfg}
 	for i, c := range e.CPUs() {
 		r.cpus = append(r.cpus, &cpuData{cpu: c, blimit: cfg.BatchLimit, offloaded: i < len(cfg.NoCB) && cfg.NoCB[i]})
@@ -381,6 +387,7 @@ func New(e *sim.Engine, cfg Config) (*RCU, error) {
 	e.AddHooks(r)
 	e.RegisterSoftirq(sim.SoftirqRCU, r.softirq)
 	r.startNoCB()
+	r.startOtherWork() // otherwork.go
 	return r, nil
 }
 

@@ -530,6 +530,11 @@ func (e *Engine) afterBackground(d Time, fn func()) {
 	e.After(d, fn).background = true
 }
 
+// AfterBackground schedules fn d from now as an event of the machine
+// itself, which keeps no run going (see Event.background): a process of
+// the machine's other work, such as its RCU callbacks (rcu/otherwork.go).
+func (e *Engine) AfterBackground(d Time, fn func()) { e.afterBackground(d, fn) }
+
 // onlyBackground reports whether every live event left is a background one.
 func (e *Engine) onlyBackground() bool {
 	for _, ev := range e.queue {

@@ -116,6 +116,10 @@ type Config struct {
 	// (sim.Config.TickLateness): a calibrated machine's measured timer
 	// lateness (calibrate.HostModel); nil is on time.
 	TickLateness []sim.Time
+	// RCUOtherWork is the rate of the RCU callbacks the machine's other
+	// work queues, a CPU a second (rcu.Config.OtherWork): a calibrated
+	// machine's (calibrate.HostModel); zero is none.
+	RCUOtherWork float64
 	// MaxEvents bounds the events one command's run may execute (0:
 	// DefaultMaxEvents), so that no setting can make a run take hours of
 	// CPU (see BudgetError).
@@ -379,6 +383,7 @@ func (b *Backend) boot(ctx context.Context) (*kernel, error) {
 	}
 	rcfg := r.profile.RCUConfig(r.rcu, r.cfg.HZ, r.cfg.CPUs, r.preempt, r.costs)
 	r.knobs.ApplyRCU(&rcfg)
+	rcfg.OtherWork = r.cfg.RCUOtherWork
 	rc, err := rcu.New(e, rcfg)
 	if err != nil {
 		return nil, ndst.Usagef("%v", err)

@@ -1,0 +1,45 @@
+package calibrate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ndst-project/ndst/costs"
+)
+
+// The rate of the other work's RCU callbacks is none when the emulated
+// membarrier median already reaches the measured one, and grows with the
+// measured median; the table's host keeps it and the emulated host uses it.
+func TestSolveOtherWork(t *testing.T) {
+	host := func() *costs.Host {
+		return &costs.Host{Kernel: "6.18.0", HZ: 250, CPUs: 2, Preempt: "none", Profile: "6.18", RCU: "tree-preempt"}
+	}
+	var last float64
+	for i, p50 := range []int64{4_000_000, 7_000_000, 9_000_000} {
+		r := &Report{GP: &costs.Distribution{N: 200, P50NS: p50}, Table: &costs.Table{Host: host()}}
+		if err := r.solveOtherWork(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		o := r.OtherWork
+		if o == nil || r.Table.Host.OtherWork != o {
+			t.Fatalf("p50 %d: no rate solved, or not in the table's host", p50)
+		}
+		switch {
+		case i == 0 && (o.PerCPUSecond != 0 || !strings.Contains(r.otherWorkSummary(), "no RCU callbacks")):
+			t.Errorf("p50 %d below the idle emulated %d: rate %g, summary %q; want none", p50, o.IdleP50NS, o.PerCPUSecond, r.otherWorkSummary())
+		case i > 0 && (o.PerCPUSecond <= last || o.EmulatedP50NS < p50):
+			t.Errorf("p50 %d: rate %g (emulated median %d), want more than %g with a median at least the measured", p50, o.PerCPUSecond, o.EmulatedP50NS, last)
+		}
+		last = o.PerCPUSecond
+		c, err := HostModel(r.Table)
+		if err != nil || c.RCUOtherWork != o.PerCPUSecond {
+			t.Errorf("HostModel: other work %g, %v; want %g", c.RCUOtherWork, err, o.PerCPUSecond)
+		}
+	}
+	// No membarrier figures (one CPU, or no membarrier): nothing solved.
+	r := &Report{Table: &costs.Table{Host: host()}}
+	if err := r.solveOtherWork(context.Background()); err != nil || r.OtherWork != nil || r.otherWorkSummary() != "" {
+		t.Errorf("without GP figures: %v, %+v", err, r.OtherWork)
+	}
+}
