@@ -37,6 +37,11 @@ func TestSolveOtherWork(t *testing.T) {
 			t.Errorf("HostModel: other work %g, %v; want %g", c.RCUOtherWork, err, o.PerCPUSecond)
 		}
 	}
+	// A median the emulated host cannot reach: the bound, one a tick.
+	r0 := &Report{GP: &costs.Distribution{N: 200, P50NS: 40_000_000}, Table: &costs.Table{Host: host()}}
+	if err := r0.solveOtherWork(context.Background()); err != nil || r0.OtherWork.PerCPUSecond != 250 || !strings.Contains(r0.otherWorkSummary(), "the bound") {
+		t.Errorf("p50 40 ms: %v, %+v, %q; want the bound, 250 at HZ=250", err, r0.OtherWork, r0.otherWorkSummary())
+	}
 	// No membarrier figures (one CPU, or no membarrier): nothing solved.
 	r := &Report{Table: &costs.Table{Host: host()}}
 	if err := r.solveOtherWork(context.Background()); err != nil || r.OtherWork != nil || r.otherWorkSummary() != "" {
