@@ -95,18 +95,29 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 	params, _ := HostParams(h) // the host's knobs (knobs.go)
 	c := emu.Config{Profile: h.Profile, RCU: h.RCU, HZ: h.HZ, CPUs: h.CPUs, Preempt: pre, Ephemeral: true,
 		Params: params, ParamsFrom: "the cost table's host", MachineNote: note}
-	var stallNote string
-	if c.Stalls, stallNote = hostStalls(h); stallNote != "" { // stalls.go
-		c.MachineNotes = append(c.MachineNotes, stallNote)
+	var note2 string
+	c.Stalls, c.WakeLatency, c.TickLateness, note2 = HostMachine(h)
+	if note2 != "" {
+		c.MachineNotes = append(c.MachineNotes, note2)
 	}
-	if w := h.WakeupLatency; w != nil && w.N > 0 && w.P50NS > 0 {
-		c.WakeLatency = sim.Time(min(w.P50NS, int64(sim.Second))) // the median (sim.Config.WakeLatency)
-	}
-	c.TickLateness = hostTickLateness(h) // timerlate.go
 	if o := h.OtherWork; o != nil {
 		c.RCUOtherWork = o.PerCPUSecond // otherwork.go
 	}
 	return c, nil
+}
+
+// HostMachine is what a calibrated table's host section says of its
+// machine beyond its kernel: its stall process (stalls.go), the latency of
+// a remote wake-up of an idle CPU (the median the probe timed,
+// sim.Config.WakeLatency) and how late its ticks come (timerlate.go), and a
+// note when the table has no stall measurement. HostModel and --machine
+// host with a --costs table both run the emulated machine with them.
+func HostMachine(h *costs.Host) (stalls sim.Stalls, wake sim.Time, late []sim.Time, note string) {
+	stalls, note = hostStalls(h)
+	if w := h.WakeupLatency; w != nil && w.N > 0 && w.P50NS > 0 {
+		wake = sim.Time(min(w.P50NS, int64(sim.Second)))
+	}
+	return stalls, wake, hostTickLateness(h), note
 }
 
 // HostModel is the emulated kernel configured as the host a cost table was

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
@@ -50,6 +51,19 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		c.CostsPath = g.costs
 		if n := g.tableMachineNote(t); n != "" {
 			c.MachineNotes = append(c.MachineNotes, n)
+		}
+		// --machine host with a calibrated table runs its machine: its
+		// stalls, wake-up latency and late ticks as well as its kernel,
+		// as ndst predict does (calibrate.HostModel).
+		if len(g.machineSettings) > 0 && t.Host != nil {
+			var note string
+			c.Stalls, c.WakeLatency, c.TickLateness, note = calibrate.HostMachine(t.Host)
+			if o := t.Host.OtherWork; o != nil {
+				c.RCUOtherWork = o.PerCPUSecond // the other work's RCU callbacks (calibrate/otherwork.go)
+			}
+			if note != "" {
+				c.MachineNotes = append(c.MachineNotes, note)
+			}
 		}
 	}
 	return c, nil

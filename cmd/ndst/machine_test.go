@@ -80,3 +80,42 @@ func TestMachineTableElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestMachineHostTableStalls: --machine host with a calibrated table runs
+// its machine's stalls (as ndst predict does); the same table on the flags'
+// machine does not.
+func TestMachineHostTableStalls(t *testing.T) {
+	// A 2-vCPU guest's calibration report; its table is what calibrate -o
+	// writes.
+	b, err := os.ReadFile("../../calibrate/testdata/closure/guest-6.1-2-none-stalls.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Table json.RawMessage `json:"table"`
+	}
+	if err := json.Unmarshal(b, &report); err != nil || len(report.Table) == 0 {
+		t.Fatalf("the report has no table: %v", err)
+	}
+	table := filepath.Join(t.TempDir(), "guest.json")
+	if err := os.WriteFile(table, report.Table, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		machine []string
+		want    bool
+	}{{[]string{"--machine", "host"}, true}, {nil, false}} {
+		state := tempState(t)
+		args := append([]string{"--costs", table}, c.machine...)
+		if _, e, code := ndstRun(t, state, append(args, "add", "20")...); code != 0 {
+			t.Fatalf("add = exit %d: %s", code, e)
+		}
+		out, e, code := ndstRun(t, state, append(args, "-v", "del", "1", "20", "--one-by-one")...)
+		if code != 0 {
+			t.Fatalf("del = exit %d: %s", code, e)
+		}
+		if got := strings.Contains(out, "machine_stalls"); got != c.want {
+			t.Errorf("%v: machine_stalls counted %v, want %v:\n%s", c.machine, got, c.want, out)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.DurationVar(&g.timeout, "timeout", 0, "real kernel (--backend netlink or module): stop waiting for a teardown request after this much wall time and report it as stuck (default: 60s and 5ms a device); the emulated kernel's bound is --give-up")
 	f.StringVar(&g.trace, "trace", "", "write the run as a Chrome trace-event JSON file (open it in Perfetto or chrome://tracing): the emulated kernel's model, or, for add, del and netns add/del on the real kernel, its scheduler and workqueue tracepoints")
 	f.BoolVar(&g.refTracker, "ref-tracker", false, "list the holders in the wait loop's warning, as kernels with CONFIG_NET_DEV_REFCNT_TRACKER do")
-	f.StringVar(&g.machine, "machine", "", "host: run the emulated kernel as this host, or as the --costs table's host (line, HZ, CPUs, preemption model, RCU and kernel knobs; flags given win); --profile auto implies it")
+	f.StringVar(&g.machine, "machine", "", "host: run the emulated kernel as this host, or as the --costs table's host (line, HZ, CPUs, preemption model, RCU and kernel knobs, flags given win; and a calibrated table's stalls, wake-up latency and late ticks); --profile auto implies it")
 	f.StringArrayVar(&g.params, "param", nil, "set a knob of the emulated kernel, named as the kernel names it: NAME=VALUE with NAME a boot parameter (rcutree.jiffies_till_first_fqs), a sysctl (net.core.netdev_unregister_timeout_secs), a build option (CONFIG_HZ) or the knob's sysfs file (repeatable; ndst profiles --knobs lists them by line)")
 	f.DurationVar(&g.watchdog, "watchdog", 0, "soft-lockup threshold in whole seconds, compared with 2^30 ns units as the kernel does (default: the line's, 60s for 2.6.3x and 20s later; 0: no detector)")
 
