@@ -190,6 +190,9 @@ type Wakeup struct {
 	LatenciesNS []int64 `json:"latencies_ns"`
 }
 
+// MaxTimerSamples bounds the samples per CPU of TimerLateness.
+const MaxTimerSamples = 2000
+
 // Timer is what the timer probe saw on one CPU (TimerLateness).
 type Timer struct {
 	CPU int `json:"cpu"`

@@ -11,9 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxTimerSamples bounds the samples per CPU of TimerLateness.
-const MaxTimerSamples = 2000
-
 // timerSpread spreads the deadlines over more than a tick period (at least
 // 1 ms ahead, so that the CPU goes idle before it), so that they fall at
 // every phase of the tick.
