@@ -174,6 +174,8 @@ type Namespaces struct {
 	// counts the namespaces loaded from a state file, which count too.
 	MaxNetNamespaces int
 	restored         int64
+	// creating counts the creates under way (ucount.go).
+	creating int64
 }
 
 // NewNamespaces attaches a namespace set to the initial namespace's
@@ -416,6 +418,7 @@ func (ns *Namespaces) Create(t *sim.Task, name string) (*Netns, error) {
 	if err := ns.checkNetnsLimit(name); err != nil {
 		return nil, err
 	}
+	defer ns.createDone()
 	prev := t.Phase()
 	defer t.SetPhase(prev)
 	created := t.Now()

@@ -24,17 +24,27 @@ var ErrNetnsLimit = errors.New("no space left on device (ENOSPC)")
 const defaultMaxNetns = math.MaxInt32
 
 // netnsCounted is the user namespace's count: namespaces created and not
-// yet freed by cleanup_net.
-func (ns *Namespaces) netnsCounted() int64 { return ns.stats.Created + ns.restored - ns.stats.Freed }
+// yet freed by cleanup_net, and those being created (counted from the
+// start of copy_net_ns, so that creates running at once on several tasks
+// count each other).
+func (ns *Namespaces) netnsCounted() int64 {
+	return ns.stats.Created + ns.creating + ns.restored - ns.stats.Freed
+}
 
-// checkNetnsLimit is inc_net_namespaces.
+// checkNetnsLimit is inc_net_namespaces: on success the create is
+// counted until it ends (createDone).
 func (ns *Namespaces) checkNetnsLimit(name string) error {
 	if n := ns.netnsCounted(); n >= int64(ns.MaxNetNamespaces) {
 		return fmt.Errorf("%s: %w: user.max_net_namespaces is %d and %d namespaces count against it (%d of them waiting for cleanup)",
 			name, ErrNetnsLimit, ns.MaxNetNamespaces, n, ns.waitingCleanup())
 	}
+	ns.creating++
 	return nil
 }
+
+// createDone ends a create's count as a create in progress: made, it is
+// counted as created from then on; failed, the count is given back.
+func (ns *Namespaces) createDone() { ns.creating-- }
 
 // waitingCleanup counts the namespaces put but not yet freed.
 func (ns *Namespaces) waitingCleanup() int64 { return ns.stats.Queued - ns.stats.Freed }
