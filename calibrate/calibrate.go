@@ -216,6 +216,9 @@ type Report struct {
 	// NetnsCleanupLines compare the measured and the emulated cleanup_net
 	// runs (set by the closure).
 	NetnsCleanupLines *CleanupLines `json:"netns_cleanup_lines,omitempty"`
+	// Unshare is the unshares that netns_setup_ns is fitted to
+	// (unshare.go); nil in a report from before them.
+	Unshare *UnsharePoint `json:"unshare,omitempty"`
 	// NetnsFiles describes the filesystem of the namespaces' files when
 	// it, not the kernel, makes their creates drift (netnsfs_linux.go).
 	NetnsFiles string `json:"netns_files,omitempty"`
@@ -557,6 +560,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  cleanup runs:  %s + %s per namespace taken (least squares over %d runs of cleanup_net)\n",
 				dur(int64(fixed)), dur(int64(per)), cleanupCount(r.Netns))
 		}
+		if u := r.Unshare; u != nil {
+			fmt.Fprintf(&b, "  unshared:      %d by one worker with lo up, nothing named: created in %s (%s of %d)\n",
+				u.Namespaces, dur(u.CreatedNS), r.figure1(), u.Rounds)
+		}
 	case r.NetnsError != "":
 		fmt.Fprintf(&b, "namespaces:      not measured: %s (the namespace costs keep their estimates; ndst predict --netns needs them)\n", r.NetnsError)
 	}
@@ -615,8 +622,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		if HasNetnsCosts(r.Table) {
-			for _, k := range []string{keyNetnsSetup, keyNetnsPut, keyNetnsExit} {
-				fmt.Fprintf(&b, " %s %d", strings.TrimSuffix(k, "_ns"), r.Table.Extra[k])
+			for _, k := range []string{keyNetnsSetup, keyNetnsFiles, keyNetnsPut, keyNetnsExit} {
+				if v, ok := r.Table.Extra[k]; ok {
+					fmt.Fprintf(&b, " %s %d", strings.TrimSuffix(k, "_ns"), v)
+				}
 			}
 		}
 		b.WriteString("\n")

@@ -417,6 +417,9 @@ func (r *Report) closure(ctx context.Context, base emu.Config, sizes []int) erro
 	if err := r.netnsClosure(ctx, base); err != nil {
 		return err
 	}
+	if err := r.unshareClosure(ctx, base); err != nil {
+		return err
+	}
 	if err := r.workloadClosure(ctx, base); err != nil {
 		return err
 	}
@@ -480,8 +483,13 @@ func (r *Report) Misses() []string {
 		case RequestCPUWhat:
 			m = fmt.Sprintf("unregister_batch is 0 and the emulated request still takes more CPU than the %s measured: the per-device unregister and free, fitted to the batched deletes' wall time, exceed what one device costs its request here",
 				dur(r.Request.MidMeanNS))
+		case NetnsUnshare:
+			m = r.unshareMiss()
 		case "netns add":
 			m = "netns_setup_ns, fitted to the creates of both sizes, does not give this size's time back: creating namespaces is not linear in their number here"
+			if r.Unshare != nil {
+				m = "netns_files_ns, fitted to the creates of both sizes on top of netns_setup_ns from the unshares, does not give this size's time back: naming namespaces is not linear in their number here"
+			}
 			if r.NetnsFiles != "" {
 				m += "; " + r.NetnsFiles
 			}
@@ -562,6 +570,8 @@ func slugOf(p ClosurePoint) string {
 		return fmt.Sprintf("netns_returned%d", p.Devices)
 	case "netns cleanup done":
 		return fmt.Sprintf("netns_done%d", p.Devices)
+	case NetnsUnshare:
+		return fmt.Sprintf("netns_unshare%d", p.Devices)
 	}
 	return fmt.Sprintf("del%d", p.Devices)
 }

@@ -200,9 +200,13 @@ const (
 	keyNetnsSetup = "netns_setup_ns"
 	keyNetnsPut   = "netns_put_ns"
 	keyNetnsExit  = "netns_exit_ns"
+	// keyNetnsFiles is measured since the unshares (unshare.go): naming a
+	// namespace, beyond the kernel's create (netdev/netnsfiles.go).
+	keyNetnsFiles = "netns_files_ns"
 )
 
-// fitNetns solves the three namespace costs (see above) on r.Table.
+// fitNetns solves the three namespace costs (see above) on r.Table, and
+// with the unshares measured the fourth, netns_files_ns (unshare.go).
 func (r *Report) fitNetns(ctx context.Context, base emu.Config) error {
 	if len(r.Netns) < 2 {
 		return nil
@@ -231,30 +235,58 @@ func (r *Report) fitNetns(ctx context.Context, base emu.Config) error {
 			t.Extra[k] = 0
 		}
 	}
-	// Setup and put: each time is about linear in its cost, with a slope
-	// of one per namespace. One cost serves both sizes, so each step moves
-	// it to where the relative errors of the two sizes balance (the
-	// smallest worst error a single per-namespace cost allows).
-	balance := func(c int64, meas, emul func(NetnsPoint) int64, pts []NetnsPoint) int64 {
+	// The named creates' own cost: with the unshares measured, setup is
+	// theirs (unshare.go) and the creates fit netns_files_ns, the naming
+	// they add; a report from before them fits setup to the creates, which
+	// then holds the naming too, and has no files cost.
+	createKey := keyNetnsSetup
+	delete(t.Extra, keyNetnsFiles)
+	if r.Unshare != nil {
+		if err := r.fitSetupToUnshare(ctx, base); err != nil {
+			return err
+		}
+		createKey = keyNetnsFiles
+		t.Extra[keyNetnsFiles] = 0
+	}
+	// The create cost and put: each time is about linear in its cost. One
+	// cost serves both sizes, so each step moves it to where the relative
+	// errors of the two sizes balance (the smallest worst error a single
+	// per-namespace cost allows). The slope is one per namespace for the
+	// deletes, which one task sends, and less for the creates, which the
+	// backend makes on a worker per CPU: after a first step with a slope
+	// of one, each step takes the slope its last two steps showed.
+	type balancer struct {
+		meas     func(NetnsPoint) int64
+		c0, e0   float64
+		havePrev bool
+	}
+	step := func(b *balancer, c int64, pts []NetnsPoint) int64 {
 		var sumErr, sumSlope float64
 		for i, p := range pts {
-			mv := float64(meas(r.Netns[i]))
-			sumErr += (float64(emul(p)) - mv) / mv
+			mv := float64(b.meas(r.Netns[i]))
+			sumErr += (float64(b.meas(p)) - mv) / mv
 			sumSlope += float64(p.Namespaces) / mv
 		}
+		if b.havePrev && float64(c) != b.c0 {
+			if s := (sumErr - b.e0) / (float64(c) - b.c0); s > 0 && s <= sumSlope {
+				sumSlope = s
+			}
+		}
+		b.c0, b.e0, b.havePrev = float64(c), sumErr, true
 		return max(0, c-int64(math.Round(sumErr/sumSlope)))
 	}
 	add := func(p NetnsPoint) int64 { return p.AddNS }
 	ret := func(p NetnsPoint) int64 { return p.ReturnedNS }
-	for range 4 {
+	bc, bp := &balancer{meas: add}, &balancer{meas: ret}
+	for range 6 {
 		pts, err := run(sizes)
 		if err != nil {
 			return err
 		}
-		s0, p0 := t.Extra[keyNetnsSetup], t.Extra[keyNetnsPut]
-		t.Extra[keyNetnsSetup] = balance(s0, add, add, pts)
-		t.Extra[keyNetnsPut] = balance(p0, ret, ret, pts)
-		if abs(t.Extra[keyNetnsSetup]-s0) < 1000 && abs(t.Extra[keyNetnsPut]-p0) < 1000 {
+		s0, p0 := t.Extra[createKey], t.Extra[keyNetnsPut]
+		t.Extra[createKey] = step(bc, s0, pts)
+		t.Extra[keyNetnsPut] = step(bp, p0, pts)
+		if abs(t.Extra[createKey]-s0) < 1000 && abs(t.Extra[keyNetnsPut]-p0) < 1000 {
 			break
 		}
 	}
@@ -299,6 +331,25 @@ func (r *Report) fitNetns(ctx context.Context, base emu.Config) error {
 			}
 		}
 		t.Extra[keyNetnsExit] = (lo + hi) / 2
+	}
+	if r.Unshare != nil {
+		// The unshares again, beside the cleanup's exit cost as fitted,
+		// and the naming on top of them.
+		if err := r.fitSetupToUnshare(ctx, base); err != nil {
+			return err
+		}
+		bf := &balancer{meas: add}
+		for range 3 {
+			pts, err := run(sizes)
+			if err != nil {
+				return err
+			}
+			f0 := t.Extra[keyNetnsFiles]
+			t.Extra[keyNetnsFiles] = step(bf, f0, pts)
+			if abs(t.Extra[keyNetnsFiles]-f0) < 1000 {
+				break
+			}
+		}
 	}
 	for _, p := range r.Netns {
 		t.Extra[fmt.Sprintf("netns_add_%d_ns", p.Namespaces)] = p.AddNS

@@ -109,6 +109,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r.NetnsError = err.Error()
 		}
 		r.NetnsFiles = netnsFilesNote()
+		if r.NetnsError == "" {
+			progress("namespaces: unshared by one worker with lo up, nothing named")
+			if err := r.measureUnshare(ctx, b); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				r.NetnsError = err.Error()
+				r.Netns = nil
+			}
+		}
 	}
 	if !o.NoWorkloads {
 		progress("workloads: devices with addresses, macvlans and VLANs, namespaces with a veth pair")

@@ -147,6 +147,12 @@ type NetnsCosts struct {
 	// Veth is a veth pair's creation across two namespaces beyond its
 	// two registrations ("netns_veth_ns"; 0 unless calibrated).
 	Veth sim.Time
+	// Files is what naming a new namespace costs beyond the kernel's
+	// create: the ownership record, the mount point under /run/netns and
+	// the bind mount that a named namespace's creator makes
+	// ("netns_files_ns"; 0 unless calibrated, and in a table calibrated
+	// before it was measured, whose netns_setup_ns holds it; netnsfiles.go).
+	Files sim.Time
 }
 
 // DefaultNetnsCosts are estimates for the built-in table's machine (an
@@ -175,7 +181,7 @@ func NetnsCostsOf(t *costs.Table) NetnsCosts {
 		}
 	}
 	for key, f := range map[string]*sim.Time{"netns_setup_ns": &c.Setup, "netns_exit_ns": &c.Exit,
-		"netns_put_ns": &c.Put, "lo_up_ns": &c.LoUp, "lo_down_ns": &c.LoDown, "netns_veth_ns": &c.Veth} {
+		"netns_put_ns": &c.Put, "lo_up_ns": &c.LoUp, "lo_down_ns": &c.LoDown, "netns_veth_ns": &c.Veth, "netns_files_ns": &c.Files} {
 		if v, ok := t.Extra[key]; ok && v >= 0 {
 			*f = sim.Time(v)
 		}

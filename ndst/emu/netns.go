@@ -367,7 +367,13 @@ func returnToUser(t *sim.Task) {
 
 // NetnsAdd implements ndst.NetnsBackend: for each namespace, one request
 // creating it (copy_net_ns: the pernet lock, setup_net, lo), one per link,
-// one for the veth pair and one to set lo up, each under RTNL.
+// one for the veth pair and one to set lo up, each under RTNL, then its
+// naming (netdev's NameNamespace). As the real backend does (its
+// createAll and netnsWorkers), the namespaces are made on up to
+// netnsAddWorkers tasks at once, one per CPU, in steps (netnsAddSteps);
+// the veth peers take their names from the template as their pairs are
+// made, so on more than one CPU a namespace's peer need not be the one
+// of its number.
 func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst.Result, error) {
 	if err := b.netnsUsage("netns add"); err != nil {
 		return nil, err
@@ -415,46 +421,85 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 	lat := make([]int64, 0, req.Count)
 	created := 0
 	var addErr error
-	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
-		for i, name := range names {
-			if err := ctx.Err(); err != nil {
-				addErr = err
-				return
+	// makeOne is one namespace, made by t: its create, its links, its veth
+	// pair, lo up, each a request (the first namespace's create is the
+	// command's first, already charged), then its naming.
+	makeOne := func(t *sim.Task, sys sim.Time, i int) bool {
+		name := names[i]
+		s := t.Now()
+		if i > 0 {
+			syscall(t, sys)
+		}
+		n, err := ns.Create(t, name)
+		if err != nil {
+			addErr = err
+			return false
+		}
+		for range req.Links {
+			syscall(t, sys)
+			d, err := ns.AddLink(t, n, req.LinkTemplate)
+			if err == nil && !req.Addrs.IsZero() {
+				err = n.Reg.SetUp(t, d, link, sys)
 			}
-			s := t.Now()
-			if i > 0 {
-				syscall(t, sys)
-			}
-			n, err := ns.Create(t, name)
 			if err != nil {
+				addErr = fmt.Errorf("namespace %s: %w", name, err)
+				return false
+			}
+		}
+		if req.Veth {
+			syscall(t, sys)
+			if _, _, err := ns.AddVeth(t, n, req.VethInner, req.VethTemplate); err != nil {
+				addErr = fmt.Errorf("namespace %s: %w", name, err)
+				return false
+			}
+		}
+		if req.LoUp {
+			syscall(t, sys)
+			ns.SetLoUp(t, n)
+		}
+		// Its record, mount point and bind mount (netdev/netnsfiles.go).
+		ns.NameNamespace(t, n)
+		created++
+		lat = append(lat, int64(t.Now()-s))
+		returnToUser(t)
+		return true
+	}
+	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
+		next := 0
+		cpus := len(k.e.CPUs())
+		for _, step := range netnsAddSteps(len(names)) {
+			// One step's namespaces on its workers: the command's task
+			// and up to netnsAddWorkers-1 more, one per CPU, each taking
+			// the next name; the step ends when every worker is done.
+			workers := min(netnsAddWorkers, cpus, step)
+			stop := next + step
+			take := func() (int, bool) {
+				if addErr != nil || ctx.Err() != nil || next >= stop {
+					return 0, false
+				}
+				next++
+				return next - 1, true
+			}
+			running := workers - 1
+			var done sim.WaitQueue
+			for w := 1; w < workers; w++ {
+				k.e.Go(fmt.Sprintf("netns-add/%d", w), w%cpus, false, func(wt *sim.Task) {
+					defer func() { running--; done.WakeAll() }()
+					wt.SetMode(sim.ModeUser)
+					for i, ok := take(); ok && makeOne(wt, sys, i); i, ok = take() {
+					}
+				})
+			}
+			for i, ok := take(); ok && makeOne(t, sys, i); i, ok = take() {
+			}
+			t.SetMode(sim.ModeUser)
+			done.Wait(t, func() bool { return running == 0 })
+			if err := ctx.Err(); err != nil && addErr == nil {
 				addErr = err
-				return
 			}
-			for range req.Links {
-				syscall(t, sys)
-				d, err := ns.AddLink(t, n, req.LinkTemplate)
-				if err == nil && !req.Addrs.IsZero() {
-					err = n.Reg.SetUp(t, d, link, sys)
-				}
-				if err != nil {
-					addErr = fmt.Errorf("namespace %s: %w", name, err)
-					return
-				}
+			if addErr != nil {
+				break
 			}
-			if req.Veth {
-				syscall(t, sys)
-				if _, _, err := ns.AddVeth(t, n, req.VethInner, req.VethTemplate); err != nil {
-					addErr = fmt.Errorf("namespace %s: %w", name, err)
-					return
-				}
-			}
-			if req.LoUp {
-				syscall(t, sys)
-				ns.SetLoUp(t, n)
-			}
-			created++
-			lat = append(lat, int64(t.Now()-s))
-			returnToUser(t)
 		}
 		t.SetMode(sim.ModeKernel)
 	})
@@ -464,6 +509,28 @@ func (b *Backend) NetnsAdd(ctx context.Context, req ndst.NetnsAddRequest) (*ndst
 	out, err := b.finish(k, res, virt, time.Since(wall), lat, created, errors.Join(runErr, addErr))
 	netnsCounters(k, out)
 	return out, err
+}
+
+// netnsAddWorkers is how many threads the real backend makes namespaces
+// on at once, at most (nlbackend's netnsWorkers), one per CPU.
+const netnsAddWorkers = 4
+
+// netnsAddSteps are the sizes of the steps a netns add of n namespaces
+// makes them in, one after another, as the real backend does (its
+// createAll): the first alone, then the rest of its memory guard's
+// window of 16, then the rest.
+func netnsAddSteps(n int) []int {
+	var out []int
+	for _, hi := range []int{1, 16, n} {
+		done := 0
+		for _, s := range out {
+			done += s
+		}
+		if m := min(hi, n) - done; m > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // netnsDeviceEquivalent is a namespace's own memory (its registry's hash

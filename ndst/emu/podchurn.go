@@ -153,6 +153,8 @@ func (b *Backend) churnOnce(ctx context.Context, req ndst.PodChurnRequest) (*chu
 							return
 						}
 					}
+					// A pod is a named namespace (as netns add makes it).
+					ns.NameNamespace(ct, n)
 					returnToUser(ct)
 					if s-start >= forT/2 && s-start < forT {
 						createLat = append(createLat, int64(ct.Now()-s))
