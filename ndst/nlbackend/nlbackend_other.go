@@ -106,3 +106,8 @@ var _ ndst.NetnsBackend = (*Backend)(nil)
 
 // RequestGaps fails: the netlink backend needs Linux.
 func (b *Backend) RequestGaps(context.Context, int) ([]int64, error) { return nil, ErrNotLinux }
+
+// Unshare fails: the netlink backend needs Linux.
+func (b *Backend) Unshare(context.Context, ndst.UnshareRequest) (*ndst.Result, error) {
+	return nil, ErrNotLinux
+}
