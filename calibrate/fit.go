@@ -77,6 +77,27 @@ func closureConfigs(base emu.Config, t *costs.Table) []emu.Config {
 	return emu.PhaseSweep(base, ClosurePhases)
 }
 
+// overPhases runs run once on each emulated kernel of closureConfigs(base,
+// t), each opened afresh in memory and closed after it, and returns what
+// each run gave, in phase order: the runs of one closure figure.
+func overPhases[T any](ctx context.Context, base emu.Config, t *costs.Table, run func(*emu.Backend) (T, error)) ([]T, error) {
+	var out []T
+	for _, c := range closureConfigs(base, t) {
+		c.Ephemeral = true
+		b, err := emu.Open(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		v, err := run(b)
+		b.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // hostModel is the emulated kernel configured as the calibrated host.
 func hostModel(h *costs.Host) (emu.Config, error) {
 	if h == nil || h.Profile == "" || h.HZ == 0 || h.CPUs == 0 {
@@ -136,23 +157,23 @@ func emulated(ctx context.Context, base emu.Config, t *costs.Table, sizes []int,
 	tmpl, _ := ifname.ParseTemplate("cal%d")
 	dels = make([]int64, len(sizes))
 	for i, n := range sizes {
-		var runs, creates []int64
-		for _, c := range closureConfigs(base, t) {
-			b, err := emu.Open(ctx, c)
-			if err != nil {
-				return 0, nil, err
-			}
+		pairs, err := overPhases(ctx, base, t, func(b *emu.Backend) ([2]int64, error) {
 			a, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl})
 			if err != nil {
-				return 0, nil, err
+				return [2]int64{}, err
 			}
 			d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
-			b.Close()
 			if err != nil {
-				return 0, nil, err
+				return [2]int64{}, err
 			}
-			runs = append(runs, *d.VirtualNS)
-			creates = append(creates, a.Latency.MedianNS)
+			return [2]int64{*d.VirtualNS, a.Latency.MedianNS}, nil
+		})
+		if err != nil {
+			return 0, nil, err
+		}
+		var runs, creates []int64
+		for _, p := range pairs {
+			runs, creates = append(runs, p[0]), append(creates, p[1])
 		}
 		dels[i] = fig(runs)
 		if i == len(sizes)-1 {
@@ -167,18 +188,11 @@ func emulated(ctx context.Context, base emu.Config, t *costs.Table, sizes []int,
 // the emulated kernel with table t: the counterpart of RequestCPU.
 func emulatedRequestCPU(ctx context.Context, base emu.Config, t *costs.Table, n int, fig figureFunc) (int64, error) {
 	tmpl, _ := ifname.ParseTemplate("cal%d")
-	var runs []int64
-	for _, c := range closureConfigs(base, t) {
-		b, err := emu.Open(ctx, c)
-		if err != nil {
-			return 0, err
-		}
+	runs, err := overPhases(ctx, base, t, func(b *emu.Backend) (int64, error) {
 		if _, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl}); err != nil {
-			b.Close()
 			return 0, err
 		}
 		d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
-		b.Close()
 		if err != nil {
 			return 0, err
 		}
@@ -186,7 +200,10 @@ func emulatedRequestCPU(ctx context.Context, base emu.Config, t *costs.Table, n 
 		for _, p := range d.Phases {
 			cpu += p.CPUNS
 		}
-		runs = append(runs, cpu)
+		return cpu, nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return fig(runs), nil
 }

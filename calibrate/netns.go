@@ -165,30 +165,32 @@ func emulatedNetns(ctx context.Context, base emu.Config, t *costs.Table, sizes [
 	tmpl := ndst.MustNetnsTemplate(ndst.DefaultNetnsTemplate)
 	out := make([]NetnsPoint, len(sizes))
 	for i, n := range sizes {
-		var add, ret, done []int64
-		var cl []CleanupRun
-		for _, c := range closureConfigs(base, t) {
-			b, err := emu.Open(ctx, c)
-			if err != nil {
-				return nil, err
-			}
+		type run struct {
+			add, ret, done int64
+			cl             []CleanupRun
+		}
+		runs, err := overPhases(ctx, base, t, func(b *emu.Backend) (run, error) {
 			a, err := b.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: n, Template: tmpl, LoUp: true})
 			if err != nil {
-				b.Close()
-				return nil, err
+				return run{}, err
 			}
 			d, err := b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: n, Template: tmpl})
-			b.Close()
 			if err != nil {
-				return nil, err
+				return run{}, err
 			}
 			if d.Netns == nil || d.Netns.DoneNS == nil {
-				return nil, fmt.Errorf("emulated delete of %d namespaces: no cleanup end", n)
+				return run{}, fmt.Errorf("emulated delete of %d namespaces: no cleanup end", n)
 			}
-			cl = append(cl, cleanups(d.Netns)...)
-			add = append(add, *a.VirtualNS)
-			ret = append(ret, d.Netns.ReturnedNS)
-			done = append(done, *d.Netns.DoneNS)
+			return run{*a.VirtualNS, d.Netns.ReturnedNS, *d.Netns.DoneNS, cleanups(d.Netns)}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		var add, ret, done []int64
+		var cl []CleanupRun
+		for _, r := range runs {
+			add, ret, done = append(add, r.add), append(ret, r.ret), append(done, r.done)
+			cl = append(cl, r.cl...)
 		}
 		out[i] = NetnsPoint{Namespaces: n, AddNS: fig(add), ReturnedNS: fig(ret), DoneNS: fig(done), Rounds: ClosurePhases, Cleanups: cl}
 	}

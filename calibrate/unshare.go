@@ -83,22 +83,18 @@ func (r *Report) measureUnshare(ctx context.Context, b *nlbackend.Backend) error
 // emulatedUnshare is the figure (fig) of the emulated unshares' create
 // time with table t, over ClosurePhases start phases.
 func emulatedUnshare(ctx context.Context, base emu.Config, t *costs.Table, fig figureFunc) (int64, error) {
-	var out []int64
-	for _, c := range closureConfigs(base, t) {
-		c.Ephemeral = true
-		b, err := emu.Open(ctx, c)
-		if err != nil {
-			return 0, err
-		}
+	out, err := overPhases(ctx, base, t, func(b *emu.Backend) (int64, error) {
 		res, err := b.Unshare(ctx, unshareRequest())
-		b.Close()
 		if err != nil {
 			return 0, err
 		}
 		if res.Unshare == nil {
 			return 0, fmt.Errorf("emulated unshare: no times")
 		}
-		out = append(out, res.Unshare.CreatedNS)
+		return res.Unshare.CreatedNS, nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return fig(out), nil
 }

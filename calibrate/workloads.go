@@ -181,19 +181,11 @@ func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) err
 // emulatedWorkload runs one workload run on the emulated kernel with table
 // t: the figure (fig) over ClosurePhases start phases.
 func emulatedWorkload(ctx context.Context, base emu.Config, t *costs.Table, kind, what string, n int, fig figureFunc) (int64, error) {
-	var out []int64
-	for _, c := range closureConfigs(base, t) {
-		c.Ephemeral = true
-		b, err := emu.Open(ctx, c)
-		if err != nil {
-			return 0, err
-		}
-		v, err := runEmulatedWorkload(ctx, b, emuKind(kind), what, n)
-		b.Close()
-		if err != nil {
-			return 0, err
-		}
-		out = append(out, v)
+	out, err := overPhases(ctx, base, t, func(b *emu.Backend) (int64, error) {
+		return runEmulatedWorkload(ctx, b, emuKind(kind), what, n)
+	})
+	if err != nil {
+		return 0, err
 	}
 	return fig(out), nil
 }
