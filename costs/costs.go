@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ndst-project/ndst/internal/ascending"
 	"github.com/ndst-project/ndst/knob"
 	"github.com/ndst-project/ndst/safefile"
 )
@@ -146,16 +147,11 @@ func (l *Lateness) Validate() error {
 	if len(l.GroupsNS) == 0 {
 		return fmt.Errorf("no groups")
 	}
-	for i, g := range l.GroupsNS {
-		if g < 0 || g > MaxLateness {
-			return fmt.Errorf("group %d is %d ns: want 0 to %d", i, g, MaxLateness)
-		}
-		if i > 0 && g < l.GroupsNS[i-1] {
-			return fmt.Errorf("groups must be ascending: %d after %d", g, l.GroupsNS[i-1])
-		}
-	}
-	return nil
+	return ascending.Check(l.GroupsNS, 0, MaxLateness, false, "group", showNS)
 }
+
+// showNS formats nanoseconds in a validation error.
+func showNS(v int64) string { return fmt.Sprintf("%d ns", v) }
 
 // OtherWork is the machine's other work's RCU callbacks as calibrate
 // solved them: PerCPUSecond a CPU a second, the rate at which the emulated
@@ -236,15 +232,7 @@ func (s *StallSet) Validate() error {
 	case s.Count < 0 || s.SpunNS < 0 || s.StalledNS < 0 || s.StalledNS > s.SpunNS:
 		return fmt.Errorf("stall counts must not be negative, and the stalled time (%d ns) not above the spun time (%d ns)", s.StalledNS, s.SpunNS)
 	}
-	for i, q := range s.LengthsNS {
-		if q <= 0 || q > MaxStallNS {
-			return fmt.Errorf("stall length %d ns: want above 0 and at most %d ns (1 s)", q, int64(MaxStallNS))
-		}
-		if i > 0 && q < s.LengthsNS[i-1] {
-			return fmt.Errorf("stall lengths must ascend (%d ns after %d ns)", q, s.LengthsNS[i-1])
-		}
-	}
-	return nil
+	return ascending.Check(s.LengthsNS, 0, MaxStallNS, true, "stall length", showNS)
 }
 
 // HostKnob is one kernel knob of a calibrated host.

@@ -19,9 +19,9 @@ func TestHostTimerLateness(t *testing.T) {
 	}
 	for _, bad := range []struct{ from, to, why string }{
 		{`[0,50000,3000000]`, `[]`, "no groups"},
-		{`[0,50000,3000000]`, `[0,5000,300]`, "ascending"},
-		{`[0,50000,3000000]`, `[-1,50000,3000000]`, "want 0 to"},
-		{`[0,50000,3000000]`, `[0,50000,3000000000]`, "want 0 to"},
+		{`[0,50000,3000000]`, `[0,5000,300]`, "must ascend"},
+		{`[0,50000,3000000]`, `[-1,50000,3000000]`, "want at least 0 ns and at most"},
+		{`[0,50000,3000000]`, `[0,50000,3000000000]`, "want at least 0 ns and at most"},
 	} {
 		in := strings.Replace(ok, bad.from, bad.to, 1)
 		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), bad.why) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/ndst-project/ndst/internal/ascending"
 )
 
 // Stalls: a machine whose CPUs sometimes do not run at all.
@@ -119,15 +121,7 @@ func (s StallSet) Validate() error {
 	case s.PerSecond > 0 && len(s.Durations) == 0:
 		return fmt.Errorf("a stall rate of %g per second needs stall durations", s.PerSecond)
 	}
-	for i, d := range s.Durations {
-		if d <= 0 || d > MaxStall {
-			return fmt.Errorf("stall duration %v must be above 0 and at most %v", d, MaxStall)
-		}
-		if i > 0 && d < s.Durations[i-1] {
-			return fmt.Errorf("stall durations must be ascending (%v after %v)", d, s.Durations[i-1])
-		}
-	}
-	return nil
+	return ascending.Check(s.Durations, 0, MaxStall, true, "stall duration", Time.String)
 }
 
 // draw returns one stall length: one of the durations, each as likely.

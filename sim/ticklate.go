@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"fmt"
 	"math/rand/v2"
+
+	"github.com/ndst-project/ndst/internal/ascending"
 )
 
 // Late ticks: a machine whose timer interrupts arrive after they are due.
@@ -39,15 +40,7 @@ const MaxTickLateness = Second
 
 // validateTickLateness checks Config.TickLateness.
 func validateTickLateness(l []Time) error {
-	for i, d := range l {
-		if d < 0 || d > MaxTickLateness {
-			return fmt.Errorf("tick lateness %d is %v: want 0 to %v", i, d, MaxTickLateness)
-		}
-		if i > 0 && d < l[i-1] {
-			return fmt.Errorf("tick lateness must be ascending: %v after %v", d, l[i-1])
-		}
-	}
-	return nil
+	return ascending.Check(l, 0, MaxTickLateness, false, "tick lateness", Time.String)
 }
 
 // tickDelay returns how late the CPU's tick due now arrives (zero on a
