@@ -67,19 +67,10 @@ func TestAddrsRealAddAndDelete(t *testing.T) {
 				t.Errorf("%s has %d addresses of family %d, want 2: %v", l.Attrs().Name, global, fam, as)
 			}
 		}
-		routes, err := h.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
-			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
-		if err != nil {
+		if n, err := anycastRoutes(h, l.Attrs().Index, 2, 5*time.Second); err != nil {
 			t.Fatal(err)
-		}
-		anycast := 0
-		for _, r := range routes {
-			if r.Type == unix.RTN_ANYCAST {
-				anycast++
-			}
-		}
-		if anycast != 2 {
-			t.Errorf("%s has %d anycast routes, want 2 (fe80:: and its prefix, forwarding)", l.Attrs().Name, anycast)
+		} else if n != 2 {
+			t.Errorf("%s has %d anycast routes 5 s after its add, want 2 (fe80:: and its prefix, forwarding)", l.Attrs().Name, n)
 		}
 	}
 	if seen != 3 {
@@ -105,6 +96,35 @@ func TestAddrsRealRefusesIPv6Off(t *testing.T) {
 	}
 	if links, _ := b.dump(); countOwned(links) != 0 {
 		t.Errorf("a refused add left %d links", countOwned(links))
+	}
+}
+
+// anycastRoutes counts the IPv6 anycast routes through ifindex, polling
+// until there are want of them or timeout has passed. The kernel joins an
+// address's subnet-router anycast after the RTM_NEWADDR has been answered:
+// addrconf_dad_start queues the address's dad_work, and it is that work
+// (addrconf_dad_begin, which completes at once on an IFF_NOARP device such
+// as ifb, then addrconf_dad_completed and __ipv6_ifa_notify) that calls
+// addrconf_join_anycast, under RTNL (net/ipv6/addrconf.c, 6.18). On a busy
+// machine the work can run well after the add returns.
+func anycastRoutes(h *netlink.Handle, ifindex, want int, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		routes, err := h.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{LinkIndex: ifindex, Table: unix.RT_TABLE_UNSPEC},
+			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, r := range routes {
+			if r.Type == unix.RTN_ANYCAST {
+				n++
+			}
+		}
+		if n >= want || time.Now().After(deadline) {
+			return n, nil
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
