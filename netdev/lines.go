@@ -202,6 +202,8 @@ var to72 = []Change{
 
 // to510 brings 2.6.36 to 5.10, the oldest long-term line modelled after it.
 var to510 = []Change{
+	{"9d659ae14b54", "4.10", "locking/mutex: Add lock handoff to avoid starvation",
+		"a mutex's first waiter that finds the lock taken when it wakes has the next unlock hand it over: RTNL passes over a waiter at most once (read in 5.10 and 6.18 kernel/locking/mutex.c, __mutex_trylock_or_handoff and __mutex_handoff; the commit id and release are from its follow-up e274795ea7b7, not from a history-bearing tree)", func(p *Profile) { p.MutexHandoff = true }},
 	{"89aef8921bfb", "3.6", "ipv4: Delete routing cache.",
 		"no route-cache flush (and its cond_resched) in unregister", func(p *Profile) { p.FibFlush = FibFlushNone }},
 	{"0115e8e30d6f", "3.5", "net: remove delay at device dismantle",

@@ -94,6 +94,9 @@ type Profile struct {
 	// Timers is the timer wheel; MsleepExact drops msleep's extra jiffy.
 	Timers      sim.TimerWheel
 	MsleepExact bool
+	// MutexHandoff: a mutex's passed-over first waiter gets the lock at
+	// the next unlock (sim.Config.MutexHandoff).
+	MutexHandoff bool
 	// SoftirqTime bounds __do_softirq's restarts (MAX_SOFTIRQ_TIME; 0:
 	// none) and SoftirqResched ends them when a reschedule is pending.
 	SoftirqTime    sim.Time
@@ -268,6 +271,7 @@ func (p Profile) Choose(name string, cpus int, preempt sim.Preempt) (RCUChoice, 
 func (p Profile) SimConfig(c *sim.Config) {
 	c.Timers = p.Timers
 	c.MsleepExact = p.MsleepExact
+	c.MutexHandoff = p.MutexHandoff
 	c.Softirq = sim.SoftirqLimits{MaxTime: p.SoftirqTime, StopOnResched: p.SoftirqResched, DeferToKsoftirqd: p.DeferToKsoftirqd}
 	if c.Preempt == sim.PreemptRT {
 		c.Softirq.Threaded, c.Softirq.TimerThread = true, p.RTTimerThread

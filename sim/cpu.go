@@ -225,6 +225,9 @@ func (c *CPU) switchOut(t *Task) {
 		c.switchIn(next)
 		return
 	}
+	if c.e.pullOrdinary(c) { // sched_balance_newidle (balance.go)
+		return
+	}
 	c.IdleEntries++
 	c.noteSwitch()
 	c.ensureTick()

@@ -123,6 +123,9 @@ type Config struct {
 	// Timers is the timer wheel of the kernel line: when a timer armed for
 	// jiffy E fires (see timer.go).
 	Timers TimerWheel
+	// MutexHandoff: a mutex's first waiter that finds the lock taken has
+	// the next unlock hand it over (4.10 on; mutex.go).
+	MutexHandoff bool
 	// MsleepExact: msleep(ms) sleeps msecs_to_jiffies(ms) jiffies (6.13+);
 	// otherwise one jiffy more, as older kernels did.
 	MsleepExact bool
@@ -244,7 +247,10 @@ type Stats struct {
 	Wakeups         int64
 	Sleeps          int64
 	Preemptions     int64
-	Events          int64
+	// NewidlePulls counts the tasks a CPU about to go idle took from
+	// another CPU's run queue (balance.go).
+	NewidlePulls int64
+	Events       int64
 }
 
 // Hooks receive the scheduler events that other subsystems (RCU) build on.

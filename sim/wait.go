@@ -70,31 +70,3 @@ func (c *Completion) Complete() {
 
 // Done reports whether a completion is pending.
 func (c *Completion) Done() bool { return c.done > 0 }
-
-// Mutex is a sleeping lock (struct mutex) in virtual time.
-type Mutex struct {
-	owner *Task
-	wq    WaitQueue
-}
-
-// Lock acquires the mutex, sleeping while another task holds it.
-func (m *Mutex) Lock(t *Task) {
-	t.MightSleep()
-	if m.owner == t {
-		panic("sim: recursive Mutex.Lock by task " + t.Name)
-	}
-	m.wq.Wait(t, func() bool { return m.owner == nil })
-	m.owner = t
-}
-
-// Unlock releases the mutex.
-func (m *Mutex) Unlock(t *Task) {
-	if m.owner != t {
-		panic("sim: Mutex.Unlock by a task that does not hold it: " + t.Name)
-	}
-	m.owner = nil
-	m.wq.WakeAll()
-}
-
-// Held reports whether the mutex is held (rtnl_is_locked).
-func (m *Mutex) Held() bool { return m.owner != nil }

@@ -77,6 +77,7 @@ var counterGroups = []struct {
 		{"wakeups", "tasks woken"},
 		{"ticks", "scheduling-clock interrupts"},
 		{"preemptions", "tasks preempted by another"},
+		{"newidle_pulls", "tasks a CPU about to go idle took from another CPU's run queue (the scheduler's newly-idle balance)"},
 		{"cpu_busy_ns", "CPU time in kernel, user and interrupt mode, all CPUs"},
 		{"events", "events the emulator processed (its own work, not the kernel's)"},
 	}},

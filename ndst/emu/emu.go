@@ -859,6 +859,7 @@ func counters(k *kernel) map[string]int64 {
 		"wakeups":             es.Wakeups,
 		"ticks":               es.Ticks,
 		"preemptions":         es.Preemptions,
+		"newidle_pulls":       es.NewidlePulls,
 		"cpu_busy_ns":         busy,
 		"events":              es.Events,
 	}
