@@ -121,9 +121,7 @@ func hostModel(h *costs.Host) (emu.Config, error) {
 	if note2 != "" {
 		c.MachineNotes = append(c.MachineNotes, note2)
 	}
-	if o := h.OtherWork; o != nil {
-		c.RCUOtherWork = o.PerCPUSecond // otherwork.go
-	}
+	c.RCUOtherWork = HostOtherWork(h)
 	return c, nil
 }
 

@@ -162,6 +162,36 @@ type OtherWork struct {
 	PerCPUSecond  float64 `json:"per_cpu_second"`
 	IdleP50NS     int64   `json:"idle_gp_p50_ns"`
 	EmulatedP50NS int64   `json:"emulated_gp_p50_ns"`
+	// BoundP50NS is the emulated median at the solver's bound, one
+	// callback a tick on every CPU, where that came no nearer the
+	// measured median than none and none are modelled (PerCPUSecond 0).
+	BoundP50NS int64 `json:"bound_gp_p50_ns,omitempty"`
+}
+
+// Rate is the rate an emulated machine of this host runs with, given the
+// measured membarrier median (Host.GPLatency's; 0 when unknown):
+// PerCPUSecond, unless the median emulated at that rate (EmulatedP50NS) is
+// no nearer the measured one than the median with none (IdleP50NS). The
+// emulated median is not monotonic in the rate (a grace period always in
+// progress can end a call's wait sooner), and a rate that does not bring
+// it nearer explains nothing of the measurement: tables calibrated before
+// calibrate checked this keep the bound where it did not help.
+func (o *OtherWork) Rate(measuredP50NS int64) float64 {
+	if o == nil {
+		return 0
+	}
+	if measuredP50NS > 0 && o.PerCPUSecond > 0 && o.IdleP50NS > 0 && o.EmulatedP50NS > 0 &&
+		absNS(o.EmulatedP50NS-measuredP50NS) >= absNS(o.IdleP50NS-measuredP50NS) {
+		return 0
+	}
+	return o.PerCPUSecond
+}
+
+func absNS(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // Stalls summarises the stall probe's run: per CPU a pinned thread spun on

@@ -58,9 +58,7 @@ func (g *globalOptions) emuConfig() (emu.Config, error) {
 		if len(g.machineSettings) > 0 && t.Host != nil {
 			var note string
 			c.Stalls, c.WakeLatency, c.TickLateness, note = calibrate.HostMachine(t.Host)
-			if o := t.Host.OtherWork; o != nil {
-				c.RCUOtherWork = o.PerCPUSecond // the other work's RCU callbacks (calibrate/otherwork.go)
-			}
+			c.RCUOtherWork = calibrate.HostOtherWork(t.Host)
 			if note != "" {
 				c.MachineNotes = append(c.MachineNotes, note)
 			}
