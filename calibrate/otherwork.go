@@ -21,9 +21,8 @@ import (
 // every tick's rcu_core then finds one, a grace period is always in
 // progress, and more cannot lengthen the emulated calls; what the measured
 // median has beyond that is not callbacks but slower grace periods, a
-// busier machine's). The emulated median is not monotonic in the rate (a
-// grace period always in progress can end a call's wait sooner than an
-// idle machine's, which starts one for it): where even the bound comes no
+// busier machine's). The emulated median is not monotonic in the rate
+// (why it can fall has not been traced): where even the bound comes no
 // nearer the measured median than none, none are modelled (a 2-vCPU TCG
 // guest measured 14.84 ms, emulated 14.43 ms with none and 13.92 ms at the
 // bound, whose 250 callbacks a CPU a second then made its rcu_nocbs=all

@@ -172,9 +172,8 @@ type OtherWork struct {
 // measured membarrier median (Host.GPLatency's; 0 when unknown):
 // PerCPUSecond, unless the median emulated at that rate (EmulatedP50NS) is
 // no nearer the measured one than the median with none (IdleP50NS). The
-// emulated median is not monotonic in the rate (a grace period always in
-// progress can end a call's wait sooner), and a rate that does not bring
-// it nearer explains nothing of the measurement: tables calibrated before
+// emulated median is not monotonic in the rate, and a rate that does not
+// bring it nearer explains nothing of the measurement: tables calibrated before
 // calibrate checked this keep the bound where it did not help.
 func (o *OtherWork) Rate(measuredP50NS int64) float64 {
 	if o == nil {
