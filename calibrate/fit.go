@@ -290,7 +290,7 @@ func (r *Report) fit(ctx context.Context) error {
 			if err := r.solveRequest(ctx, base, t, t.Costs); err != nil {
 				return err
 			}
-			fixedDone = abs64(t.Costs[costs.UnregisterBatch]-ub) < 1000
+			fixedDone = abs(t.Costs[costs.UnregisterBatch]-ub) < 1000
 		} else {
 			t.Costs[costs.UnregisterBatch] = min(batchCap, max(0, t.Costs[costs.UnregisterBatch]+int64(math.Round(dIcpt))))
 			fixedDone = math.Abs(dIcpt) < 0.002*float64(r.InterceptNS)+1000 || t.Costs[costs.UnregisterBatch] == 0 && dIcpt < 0 ||
@@ -565,13 +565,6 @@ func (r *Report) gpNote() string {
 
 // RequestCPUWhat names the closure point of RequestCPU.
 const RequestCPUWhat = "request CPU"
-
-func abs64(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
 
 func slugOf(p ClosurePoint) string {
 	switch p.What {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/ndst-project/ndst/internal/ascending"
@@ -180,17 +181,10 @@ func (o *OtherWork) Rate(measuredP50NS int64) float64 {
 		return 0
 	}
 	if measuredP50NS > 0 && o.PerCPUSecond > 0 && o.IdleP50NS > 0 && o.EmulatedP50NS > 0 &&
-		absNS(o.EmulatedP50NS-measuredP50NS) >= absNS(o.IdleP50NS-measuredP50NS) {
+		math.Abs(float64(o.EmulatedP50NS-measuredP50NS)) >= math.Abs(float64(o.IdleP50NS-measuredP50NS)) {
 		return 0
 	}
 	return o.PerCPUSecond
-}
-
-func absNS(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // Stalls summarises the stall probe's run: per CPU a pinned thread spun on
