@@ -337,12 +337,12 @@ func TestMissesNameTheMechanism(t *testing.T) {
 	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "netns_setup_ns") || !strings.Contains(m[0], "ext4 without a journal") {
 		t.Errorf("Misses() = %q, want the setup cost and the filesystem named", m)
 	}
-	// A workload add whose own costs stopped at their floor names the
-	// create cost it rests on.
-	r = &Report{CreateNS: 134_000, Closure: []ClosurePoint{{What: WorkAddr6Add, Devices: 100, Error: 0.12}},
+	// A workload's address part whose own costs stopped at their floor
+	// names what is left of it: its requests' round trips.
+	r = &Report{Table: &costs.Table{Costs: map[costs.Op]int64{costs.Syscall: 1_100}}, Closure: []ClosurePoint{{What: WorkAddr6Add, Devices: 100, Error: 0.12}},
 		workloadAtFloor: map[string]float64{WorkAddr6Add: 0.12}}
-	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "stop at their floor") || !strings.Contains(m[0], "134.0µs a device") {
-		t.Errorf("Misses() = %q, want the floor and the one-by-one create cost named", m)
+	if m := r.Misses(); len(m) != 1 || !strings.Contains(m[0], "stop at their floor") || !strings.Contains(m[0], "syscall 1.1µs each") {
+		t.Errorf("Misses() = %q, want the floor and the requests' round trips named", m)
 	}
 	// An IPv4 run measured faster than the IPv6 run it adds to names both,
 	// with their rounds.

@@ -388,6 +388,10 @@ func (r *Report) Refit(ctx context.Context) error {
 	if r.Host.CPUs < 1 || r.Host.CPUs > 4096 || r.HZ < 1 || r.HZ > 10000 || r.CreateNS <= 0 {
 		return fmt.Errorf("calibrate: the report's host (%d CPUs, HZ %d, create %d ns) is not a calibrated one", r.Host.CPUs, r.HZ, r.CreateNS)
 	}
+	// A workload run this calibrate no longer measures (a report from
+	// before it, such as the whole address add, whose time there was its
+	// creates alone) is not refitted.
+	r.Workloads = slices.DeleteFunc(r.Workloads, func(w WorkloadPoint) bool { return len(workloadKeys(w.What)) == 0 })
 	r.Profile, r.ProfileWhy, r.RCU, r.Closure, r.FitIterations, r.Missed, r.NetnsCleanupLines = "", "", "", nil, 0, nil, nil
 	r.batchLine() // from the figures (a report from before them has medians)
 	if err := r.chooseLine(); err != nil {

@@ -566,7 +566,11 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	lat := make([]int64, 0, req.Count)
 	var addErr error
 	created := 0
+	var addrNS sim.Time // setting the devices up with their addresses
 	virt, runErr := k.run(ctx, func(t *sim.Task, sys sim.Time) {
+		// As the netlink backend adds: every device created, then every
+		// one set up with its addresses.
+		devs := make([]*netdev.Device, 0, req.Count)
 		for range req.Count {
 			if err := ctx.Err(); err != nil { // signal_pending(): the loop stops between devices
 				addErr = err
@@ -576,22 +580,37 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 			k.reg.RTNLLock(t)
 			d, err := k.reg.Register(t, req.Template)
 			k.reg.RTNLUnlock(t)
-			if err == nil {
-				err = k.reg.SetUp(t, d, link, sys)
-			}
 			if err != nil {
 				addErr = err
 				return
 			}
 			created++
+			devs = append(devs, d)
 			lat = append(lat, int64(t.Now()-s))
 			t.CondResched() // a long module loop must let others run
 		}
+		s := t.Now()
+		for _, d := range devs {
+			if err := ctx.Err(); err != nil {
+				addErr = err
+				return
+			}
+			if err := k.reg.SetUp(t, d, link, sys); err != nil {
+				addErr = err
+				return
+			}
+			t.CondResched()
+		}
+		addrNS = t.Now() - s
 	})
 	if runErr != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("stopped after %v virtual: %d of %d devices had been created; the state file is unchanged", virt, created, req.Count))
 	}
-	return b.finish(k, res, virt, time.Since(wall), lat, created, errors.Join(runErr, addErr))
+	res, err = b.finish(k, res, virt, time.Since(wall), lat, created, errors.Join(runErr, addErr))
+	if res != nil && res.Counters != nil && !req.Addrs.IsZero() {
+		res.Counters["addr_ns"] = int64(addrNS)
+	}
+	return res, err
 }
 
 func (b *Backend) countMatching(t ndst.Template) int {

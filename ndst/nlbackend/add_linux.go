@@ -327,6 +327,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 	}
 	if firstErr == nil && !req.Addrs.IsZero() {
 		firstErr = b.setUpAdded(ctx, res, group, req.Addrs)
+		// The add's time is the whole add, the devices set up with their
+		// addresses too, as the emulated kernel's is (addr_ns is that part).
+		res.WallNS = int64(time.Since(start))
 	}
 	if firstErr == nil && b.vanished() {
 		firstErr = b.errVanished("add")

@@ -38,6 +38,10 @@ func TestAddrsRealAddAndDelete(t *testing.T) {
 	if err != nil || res.Count != 3 {
 		t.Fatalf("Add(3 with addresses) = %+v, %v", res, err)
 	}
+	// The add's time is the whole add: its address part is within it.
+	if an := res.Counters["addr_ns"]; an <= 0 || an > res.WallNS {
+		t.Errorf("addr_ns = %d with wall %d: want 0 < addr_ns <= wall (the add's time covers setting the devices up)", an, res.WallNS)
+	}
 	h := testHandle(t, b)
 	links, err := h.LinkList()
 	if err != nil {
