@@ -95,6 +95,10 @@ type Options struct {
 	// Small and Large are the two batched-delete sizes; default 100 and
 	// 300 (Large at most MaxDevices). Create times come from the same runs.
 	Small, Large int
+	// Check is the size of a batched delete timed beyond the fitted
+	// sizes, shown against the emulated kernel and never an input
+	// (check.go); default 1000, negative: none.
+	Check int
 	// Rounds repeats each size; default 15 (after one warm-up round).
 	Rounds int
 	// RoundTrips is the number of rejected requests timed; default 500.
@@ -130,6 +134,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Rounds == 0 {
 		o.Rounds = 15
 	}
+	if o.Check == 0 {
+		o.Check = 1000
+	}
 	if o.RoundTrips == 0 {
 		o.RoundTrips = 500
 	}
@@ -144,6 +151,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("calibrate: sample counts must be positive")
 	case o.Small < 1 || o.Large > MaxDevices || o.Small >= o.Large:
 		return o, fmt.Errorf("calibrate: batch sizes %d and %d: want 1 <= small < large <= %d", o.Small, o.Large, MaxDevices)
+	case o.Check > 0 && (o.Check <= o.Large || o.Check > MaxCheck):
+		return o, fmt.Errorf("calibrate: the check's size %d: want more than the larger batch size %d and at most %d", o.Check, o.Large, MaxCheck)
 	}
 	return o, nil
 }
@@ -193,8 +202,11 @@ type Report struct {
 	CreateNS    int64        `json:"create_per_device_ns"`
 	Creates     int          `json:"creates"`
 	Batches     []BatchPoint `json:"batched_deletes"`
-	SlopeNS     int64        `json:"batch_delete_per_device_ns"`
-	InterceptNS int64        `json:"batch_delete_fixed_ns"`
+	// Check is the batched delete of Options.Check devices, beyond the
+	// fitted sizes and not an input (check.go); nil when not measured.
+	Check       *BatchPoint `json:"check,omitempty"`
+	SlopeNS     int64       `json:"batch_delete_per_device_ns"`
+	InterceptNS int64       `json:"batch_delete_fixed_ns"`
 	// The same line through the process's CPU time.
 	CPUSlopeNS     int64 `json:"batch_delete_cpu_per_device_ns"`
 	CPUInterceptNS int64 `json:"batch_delete_cpu_fixed_ns"`
@@ -601,6 +613,7 @@ func (r *Report) WriteText(w io.Writer) error {
 					p.Devices, dur(p.MeasuredNS), 100*p.Error)
 			}
 		}
+		b.WriteString(r.checkNote())
 		if ok, worst := r.Closed(); !ok {
 			fmt.Fprintf(&b, "warning: the emulated kernel misses a calibration run by %.1f%% (more than %.0f%%); predictions from this table are not trustworthy. What misses:\n", 100*worst, 100*ClosureLimit)
 			for _, m := range r.Misses() {

@@ -100,6 +100,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.measureRequests(ctx, b, o); err != nil {
 		return nil, err
 	}
+	if o.Check > 0 {
+		progress(fmt.Sprintf("a batched delete of %d devices (a check, not fitted)", o.Check))
+		if err := r.measureCheck(ctx, b, o); err != nil {
+			return nil, err
+		}
+	}
 	if !o.NoNetns {
 		progress("namespaces: create with lo up, delete all at once")
 		if err := r.measureNetns(ctx, b); err != nil {

@@ -15,7 +15,7 @@ func init() { subcommands = append(subcommands, newCalibrateCmd) }
 
 func newCalibrateCmd(g *globalOptions) *cobra.Command {
 	var out string
-	var samples, rounds int
+	var samples, rounds, check int
 	var noNetns, noWorkloads bool
 	cmd := &cobra.Command{
 		Use:   "calibrate [-o FILE]",
@@ -28,6 +28,8 @@ func newCalibrateCmd(g *globalOptions) *cobra.Command {
                          devices, in a throwaway network namespace (needs root)
   namespace costs        setup, delete and exit of 40 and 200 namespaces with lo
                          up, deleted all at once (--no-netns: skipped)
+  a check                a batched delete of 1000 devices (--check N), not
+                         fitted: shown against the emulated kernel
 
 One-by-one deletes, veth pairs and namespaces deleted one at a time are never
 measured: they are what the emulated kernel must predict. With -o FILE the cost table is written for --costs FILE.`,
@@ -39,6 +41,12 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 			if rounds < 1 || rounds > 100 {
 				return ndst.Usagef("--rounds must be in 1..100, got %d", rounds)
 			}
+			if check != 0 && (check <= calibrate.MaxDevices || check > calibrate.MaxCheck) {
+				return ndst.Usagef("--check must be 0 (none) or in %d..%d, more than the fitted sizes, got %d", calibrate.MaxDevices+1, calibrate.MaxCheck, check)
+			}
+			if check == 0 {
+				check = -1
+			}
 			if out != "" {
 				// Checked before the measurement: the table replaces only a
 				// regular file (never a link or a device) in an existing directory.
@@ -49,7 +57,7 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 			ctx, cancel := signalContext()
 			defer cancel()
 			o := calibrate.Options{
-				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples, Rounds: rounds, NoNetns: noNetns, NoWorkloads: noWorkloads,
+				Kind: g.kind, KindExplicit: g.kindExplicit, GPSamples: samples, Rounds: rounds, Check: check, NoNetns: noNetns, NoWorkloads: noWorkloads,
 				Notef: g.note,
 			}
 			p := g.startProgress("calibrate: measuring this host")
@@ -99,6 +107,7 @@ measured: they are what the emulated kernel must predict. With -o FILE the cost 
 	cmd.Flags().IntVar(&samples, "gp-samples", 200, "number of membarrier calls timed")
 	cmd.Flags().BoolVar(&noNetns, "no-netns", false, "do not measure namespaces (the table then has no namespace costs, which ndst predict --netns needs)")
 	cmd.Flags().BoolVar(&noWorkloads, "no-workloads", false, "do not measure the workloads' costs (devices with addresses, macvlans and VLANs, namespaces with a veth pair), which ndst predict --workloads needs")
+	cmd.Flags().IntVar(&check, "check", 1000, "`N` devices deleted as one batch, more than the fitted sizes, shown against the emulated kernel and never an input (a check of the line fitted through 100 and 300; 0: none)")
 	cmd.Flags().IntVar(&rounds, "rounds", 15, "measured rounds of creates and batched deletes of each size (after one warm-up round); more on a noisy machine")
 	return cmd
 }
