@@ -261,6 +261,12 @@ type Report struct {
 	// emulated kernel models an otherwise idle machine, so a busy one is
 	// named when its calibration does not close.
 	LoadAvg []string `json:"loadavg,omitempty"`
+	// OtherCPU is the share of the machine's CPU time that other work
+	// took during the calibration (othercpu.go); nil in a report from
+	// before it.
+	OtherCPU *float64 `json:"other_cpu_share,omitempty"`
+	// StolenCPU is the hypervisor's part of it (steal).
+	StolenCPU *float64 `json:"stolen_cpu_share,omitempty"`
 
 	// Figures names the statistic every figure of a set of runs is, the
 	// measured rounds' and the emulated phases' alike: FiguresMidMean
@@ -619,14 +625,15 @@ func (r *Report) WriteText(w io.Writer) error {
 			for _, m := range r.Misses() {
 				fmt.Fprintf(&b, "  %s\n", m)
 			}
-			if l := r.busiest(); l > 0.5*float64(max(1, r.Host.CPUs)) {
-				fmt.Fprintf(&b, "warning: the machine was busy with other work (load average %.2f on %d CPUs): the emulated kernel models an otherwise idle machine; calibrate again when it is quiet\n", l, r.Host.CPUs)
+			if how, busy := r.busy(); busy {
+				fmt.Fprintf(&b, "warning: the machine was busy with other work (%s): the emulated kernel models an otherwise idle machine; calibrate again when it is quiet\n", how)
 			}
 		}
 	}
 	if len(r.LoadAvg) == 2 {
 		fmt.Fprintf(&b, "load average:    %s before, %s after\n", r.LoadAvg[0], r.LoadAvg[1])
 	}
+	b.WriteString(r.otherNote())
 	if r.Table != nil {
 		b.WriteString("cost table (ns):")
 		for _, op := range []costs.Op{costs.Register, costs.Unregister, costs.Free, costs.UnregisterBatch, costs.Syscall, costs.RequestGap} {

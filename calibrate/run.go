@@ -24,6 +24,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpu0 := sampleCPU()
 	if o.Netns == "" {
 		o.Netns = fmt.Sprintf("ndst-calibrate-%d", os.Getpid())
 	}
@@ -136,6 +137,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	r.LoadAvg = append(r.LoadAvg, LoadAvg())
+	if share, steal, ok := otherShare(cpu0, sampleCPU()); ok {
+		r.OtherCPU, r.StolenCPU = &share, &steal
+	}
 	if err := r.chooseLine(); err != nil {
 		return nil, err
 	}
