@@ -599,7 +599,9 @@ func (b *Backend) Add(ctx context.Context, req ndst.AddRequest) (*ndst.Result, e
 				addErr = err
 				return
 			}
-			t.CondResched()
+			if link.Up {
+				t.CondResched() // the requests' return to user space
+			}
 		}
 		addrNS = t.Now() - s
 	})
