@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/ndst-project/ndst/bench"
+	"github.com/ndst-project/ndst/calibrate"
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
@@ -263,6 +264,9 @@ func Run(ctx context.Context, o Options) (*Advice, error) {
 		a.Notes = append(a.Notes, fmt.Sprintf("the workload does not complete as it is (%s): the levers are compared with the time it ran before it stopped", resultOf(b)))
 	}
 	a.Baseline = baselineOf(b, o.Workload)
+	if n := extrapolationNote(o.Machine.Costs, o.Workload); n != "" {
+		a.Notes = append(a.Notes, n)
+	}
 	if o.Machine.Costs == nil {
 		a.Notes = append(a.Notes, "the cost table is the built-in one of the 2009 machine (an 800 MHz ppc750): its CPU work per device is that machine's, not this host's; 'ndst calibrate -o FILE' measures this host and --costs FILE uses it")
 	}
@@ -362,4 +366,21 @@ func resultOf(r *bench.Record) string {
 		return ndst.ResultLivelock
 	}
 	return ndst.ResultError
+}
+
+// extrapolationNote says, for a batched delete of more plain devices than
+// a calibrated table's largest fitted batch, how far the table's own check
+// (a batch beyond the fitted sizes, timed on its host) came out in the
+// emulated kernel: the error a prediction of such a batch carries there.
+func extrapolationNote(t *costs.Table, w Workload) string {
+	c, ok := calibrate.CheckOf(t)
+	if !ok || w.Devices <= c.FittedDevices || w.OneByOne || w.Namespaces > 0 || w.Addrs != nil || w.Child != "" {
+		return ""
+	}
+	if c.CheckDevices == 0 {
+		return fmt.Sprintf("the cost table's per-device costs are fitted to batched deletes of up to %d devices, and this batch of %d extrapolates them; the table has no check of a larger batch (calibrate writes one from its --check)",
+			c.FittedDevices, w.Devices)
+	}
+	return fmt.Sprintf("the cost table's per-device costs are fitted to batched deletes of up to %d devices; its check, a batched delete of %d devices timed on its host, came out %+.1f%% in the emulated kernel: a prediction of this batch of %d carries about that error",
+		c.FittedDevices, c.CheckDevices, 100*c.CheckError, w.Devices)
 }

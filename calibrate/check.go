@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
@@ -127,4 +128,33 @@ func (r *Report) checkNote() string {
 // namespace deletes' own time and the check are shown only.
 func gated(p ClosurePoint) bool {
 	return p.What != NetnsReturned && p.What != CheckWhat
+}
+
+// TableCheck is what a cost table written by calibrate says about batches
+// beyond its fitted sizes: the largest fitted batch, and its check's size
+// and emulated error (CheckDevices 0 in a table written before the check).
+type TableCheck struct {
+	FittedDevices int
+	CheckDevices  int
+	CheckError    float64
+}
+
+// CheckOf reads a table's fitted batch sizes and check from its extra
+// figures (batch_delete_N_ns, closure_check_delN_permille); false for a
+// table calibrate did not write.
+func CheckOf(t *costs.Table) (TableCheck, bool) {
+	var c TableCheck
+	if t == nil {
+		return c, false
+	}
+	for k, v := range t.Extra {
+		var n int
+		if _, err := fmt.Sscanf(k, "batch_delete_%d_ns", &n); err == nil && fmt.Sprintf("batch_delete_%d_ns", n) == k {
+			c.FittedDevices = max(c.FittedDevices, n)
+		}
+		if _, err := fmt.Sscanf(k, "closure_check_del%d_permille", &n); err == nil && fmt.Sprintf("closure_check_del%d_permille", n) == k {
+			c.CheckDevices, c.CheckError = n, float64(v)/1000
+		}
+	}
+	return c, c.FittedDevices > 0
 }
