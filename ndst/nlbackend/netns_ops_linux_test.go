@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -84,6 +85,15 @@ func TestNetnsRoundTrip(t *testing.T) {
 	if _, err := os.Stat(nsPath(other)); err != nil {
 		t.Errorf("someone else's %s was touched: %v", other, err)
 	}
+	noRecords := func(how string, k ...int) {
+		t.Helper()
+		for _, i := range k {
+			if _, err := os.Lstat(ownerPath(tmpl.Name(i))); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s: the ownership record of %s is left (%v)", how, tmpl.Name(i), err)
+			}
+		}
+	}
+	noRecords("deleted at once", 1, 2, 3)
 	add(2)
 	r, err = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 3, Template: tmpl, OneByOne: true})
 	if err != nil || r.Count != 2 || r.Netns == nil || r.Netns.DoneNS == nil || r.Netns.Style != ndst.StyleOneByOne {
@@ -92,6 +102,7 @@ func TestNetnsRoundTrip(t *testing.T) {
 	if r.Netns.Batches != nil && *r.Netns.Batches != 2 {
 		t.Errorf("one at a time: %d cleanup runs, want one each", *r.Netns.Batches)
 	}
+	noRecords("deleted one at a time", 1, 2)
 	r, err = b.NetnsDel(ctx, ndst.NetnsDelRequest{Start: 1, Stop: 10, Template: tmpl})
 	if !errors.Is(err, ndst.ErrNoNetns) || r != nil {
 		t.Errorf("NetnsDel(none of ours left) = %+v, %v; want ErrNoNetns", r, err)

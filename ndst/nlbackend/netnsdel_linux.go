@@ -161,6 +161,9 @@ func (b *Backend) NetnsDel(ctx context.Context, req ndst.NetnsDelRequest) (*ndst
 		return fail(res, fmt.Errorf("netns del: %w; nothing was deleted", err))
 	}
 	err = d.run(ctx)
+	if ferr := d.forget(); err == nil {
+		err = ferr
+	}
 	d.close()
 	d.report()
 	klog.attach(res)
@@ -360,7 +363,27 @@ func removeNamespace(t *nsTarget) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}
-	return removeRecord(t.name)
+	return nil
+}
+
+// forget removes the ownership records of the namespaces deleted, once
+// the deletes and the wait are over, whatever their outcome: a record is
+// ndst's bookkeeping, not part of `ip netns del`, and removing it between
+// two deletes would time a file system's unlink as the kernel's delete
+// (where /run is on disk, as ext4: 0.1-0.4 ms each, and spread). A
+// process killed before this leaves records without their namespaces,
+// which the next command prunes (netnsown_linux.go).
+func (d *nsDelete) forget() error {
+	var first error
+	for _, t := range d.targets {
+		if !t.deleted {
+			continue
+		}
+		if err := removeRecord(t.name); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // wait waits until the cleanup of every namespace of ts is done, at most

@@ -44,8 +44,9 @@ import (
 //
 // Order of creation: the namespace exists (held by a thread), then its
 // record is written, then its file is created under /run/netns and the
-// namespace mounted on it. Deletion: unmount, remove the file, remove the
-// record. A process killed at any point leaves one of: nothing (the thread
+// namespace mounted on it. Deletion: unmount, remove the file, and once
+// every namespace of the command is deleted and waited for, remove the
+// records. A process killed at any point leaves one of: nothing (the thread
 // held the only reference); a record without a namespace; or an empty file
 // with a record. Both are recognised as ndst's leftovers and removed by
 // the next command that holds the registry lock (pruneLocked), and by
