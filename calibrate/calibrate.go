@@ -615,8 +615,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 		for _, p := range r.Closure {
 			if p.What == NetnsReturned && math.Abs(p.Error) > ClosureLimit {
-				fmt.Fprintf(&b, "note: the %d namespaces' deletes (%s measured) miss by %+.1f%%, shown and not gated: on this host their own time is slower whenever they outlast the first cleanup run, which then runs beside them (contention the emulated kernel does not model)\n",
-					p.Devices, dur(p.MeasuredNS), 100*p.Error)
+				fmt.Fprintf(&b, "note: the %d namespaces' deletes (%s measured) miss by %+.1f%%, shown and not gated: %s\n",
+					p.Devices, dur(p.MeasuredNS), 100*p.Error, r.returnedMiss(p))
 			}
 		}
 		b.WriteString(r.checkNote())

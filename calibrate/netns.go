@@ -425,10 +425,36 @@ func (r *Report) cleanupMiss(n int) string {
 	}
 	for _, p := range r.Closure {
 		if p.What == NetnsReturned && p.Devices == n && math.Abs(p.Error) > ClosureLimit {
-			m += fmt.Sprintf("; and the deletes, which the runs take their batches from, return %+.0f%% off (%s measured), as they run beside the cleanup here, contention the model does not have", 100*p.Error, dur(p.MeasuredNS))
+			m += fmt.Sprintf("; and the deletes, which the runs take their batches from, return %+.0f%% off (%s measured): %s", 100*p.Error, dur(p.MeasuredNS), r.returnedMiss(p))
 		}
 	}
 	return m
+}
+
+// returnedMiss says, from the fit, why the deletes' own time p (the last
+// delete's return) misses. Each emulated delete is its umount's expedited
+// grace period (netdev.Namespaces.Unmount; on 6.12 on a worker thread
+// woken onto an idle CPU, which wakes the caller back: two wake-ups of an
+// idle CPU at the calibrated median when the other CPU is idle) plus
+// netns_put, the one cost fitted to the deletes of both sizes.
+func (r *Report) returnedMiss(p ClosurePoint) string {
+	put := int64(-1)
+	if r.Table != nil {
+		if v, ok := r.Table.Extra[keyNetnsPut]; ok {
+			put = v
+		}
+	}
+	wake := "an unmeasured wake-up latency"
+	if r.Wakeup != nil && r.Wakeup.N > 0 {
+		wake = "the wake-up median here, " + dur(r.Wakeup.P50NS)
+	}
+	switch {
+	case put == 0 && p.Error > 0:
+		return "netns_put, fitted to the deletes of both sizes, is at its floor (0), and the model's own wait in each delete, its umount's expedited grace period (two wake-ups of an idle CPU, taking " + wake + ", while the other CPU is idle), already takes longer than a delete here"
+	case put >= 0:
+		return fmt.Sprintf("netns_put (%s), fitted to the deletes of both sizes, balances their errors: the two sizes do not scale alike here and in the model, whose deletes each wait for their umount's expedited grace period (two wake-ups of an idle CPU, taking %s, while the other CPU is idle; fewer while it is busy)", dur(put), wake)
+	}
+	return "netns_put was not fitted"
 }
 
 func abs(x int64) int64 {
