@@ -7,16 +7,17 @@ import "github.com/ndst-project/ndst/sim"
 // named one costs its creator more before it is there: the real backend
 // (ndst/nlbackend, makeNamespace and recordAndMount) opens the
 // namespace's nsfs file to read its identity, writes its ownership record
-// under /run/ndst (a temporary file written, fsynced and renamed, the
-// folder fsynced), creates its mount point under /run/netns and
-// bind-mounts the namespace on it, as `ip netns add` does the last two.
+// under /run/ndst (a temporary file written and renamed, not synced: it
+// goes at reboot with the namespace), creates its mount point under
+// /run/netns and bind-mounts the namespace on it, as `ip netns add` does
+// the last two.
 // That is filesystem work, not the network stack's, and what it costs
 // follows the filesystem that holds /run (calibrate's netnsfs_linux.go
 // says why on ext4 without a journal); calibrate measures it as the time
 // a named create takes beyond an unshared one ("netns_files_ns").
 //
-// It is charged as CPU of the creating task, whose fsyncs' waits it holds
-// too: the model has no disk.
+// It is charged as CPU of the creating task, whose waits for the file
+// system it holds too: the model has no disk.
 
 // PhaseNetnsFiles is the time naming a namespace takes (NameNamespace).
 const PhaseNetnsFiles = "netns_files"

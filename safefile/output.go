@@ -70,6 +70,15 @@ type ReplaceOptions struct {
 	// BeforeRename, if set, runs after the temporary file is written and
 	// synced, just before the rename (crash tests use it).
 	BeforeRename func(tmp string)
+	// Volatile skips the fsyncs of the file and of its directory, for a
+	// file that describes what a reboot removes (ndst's records under
+	// /run: namespaces, knob values). The rename still makes the
+	// replacement atomic against a killed process, which loses nothing
+	// the page cache holds; a machine crash may lose the file, and takes
+	// what it describes with it. On a /run backed by a disk the two
+	// fsyncs cost a journal commit or a device flush each (on ext4, most
+	// of the time a namespace's create takes).
+	Volatile bool
 }
 
 // splitOutput returns path's directory and base name, refusing a path that
@@ -167,7 +176,7 @@ func WriteOutput(path string, perm fs.FileMode, write func(io.Writer) error, o *
 	if err == nil {
 		err = f.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && !o.Volatile {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -183,6 +192,9 @@ func WriteOutput(path string, perm fs.FileMode, write func(io.Writer) error, o *
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w; %s", path, unwrapPath(err), keptWhat(path))
+	}
+	if o.Volatile {
+		return nil
 	}
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("%s was replaced, but syncing its directory failed: %w", path, err)

@@ -186,27 +186,32 @@ func TestReadFileCancelled(t *testing.T) {
 
 // TestReplace: the content and mode are replaced atomically, no temporary
 // file is left, and the hook runs before the rename.
+// TestReplace: the old content stays until the rename, the new one is
+// there whole after it, with its mode and no temporary file left, whether
+// or not the file is volatile (synced).
 func TestReplace(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "table.json")
-	os.WriteFile(p, []byte("old"), 0o644)
-	var sawOld bool
-	err := Replace(p, 0o600, []byte("new"), &ReplaceOptions{BeforeRename: func(tmp string) {
-		b, _ := os.ReadFile(p)
-		sawOld = string(b) == "old"
-	}})
-	if err != nil || !sawOld {
-		t.Fatalf("Replace = %v (old content before rename: %v)", err, sawOld)
-	}
-	fi, _ := os.Stat(p)
-	if b, _ := os.ReadFile(p); string(b) != "new" || fi.Mode().Perm() != 0o600 {
-		t.Errorf("after Replace: %q, mode %v; want \"new\", 0600", b, fi.Mode())
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Errorf("directory after Replace has %d entries, want 1 (no temporary file left)", len(ents))
-	}
-	if err := Replace(filepath.Join(dir, "no", "such"), 0o600, nil, nil); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Replace in a missing directory = %v, want ErrNotExist", err)
+	for _, volatile := range []bool{false, true} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "table.json")
+		os.WriteFile(p, []byte("old"), 0o644)
+		var sawOld bool
+		err := Replace(p, 0o600, []byte("new"), &ReplaceOptions{Volatile: volatile, BeforeRename: func(tmp string) {
+			b, _ := os.ReadFile(p)
+			sawOld = string(b) == "old"
+		}})
+		if err != nil || !sawOld {
+			t.Fatalf("volatile %v: Replace = %v (old content before rename: %v)", volatile, err, sawOld)
+		}
+		fi, _ := os.Stat(p)
+		if b, _ := os.ReadFile(p); string(b) != "new" || fi.Mode().Perm() != 0o600 {
+			t.Errorf("volatile %v: after Replace: %q, mode %v; want \"new\", 0600", volatile, b, fi.Mode())
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("volatile %v: directory after Replace has %d entries, want 1 (no temporary file left)", volatile, len(ents))
+		}
+		if err := Replace(filepath.Join(dir, "no", "such"), 0o600, nil, &ReplaceOptions{Volatile: volatile}); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("volatile %v: Replace in a missing directory = %v, want ErrNotExist", volatile, err)
+		}
 	}
 }
 

@@ -238,7 +238,7 @@ func writeRecord(name string, id nsIdentity) error {
 		return fmt.Errorf("create %s: %w", ownerDir, err)
 	}
 	r := record{id: id, dir: netnsDirDev(), pid: os.Getpid(), start: selfStart()}
-	if err := safefile.Replace(ownerPath(name), 0o644, r.encode(), &safefile.ReplaceOptions{TempPattern: ".tmp-*"}); err != nil {
+	if err := safefile.Replace(ownerPath(name), 0o644, r.encode(), &safefile.ReplaceOptions{TempPattern: ".tmp-*", Volatile: true}); err != nil {
 		return fmt.Errorf("write the ownership record of %s: %w", name, err)
 	}
 	return nil
