@@ -50,12 +50,9 @@ func (r *Report) measureCheck(ctx context.Context, b *nlbackend.Backend, o Optio
 		if _, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: r.Kind}); err != nil {
 			return fmt.Errorf("calibrate: check: create %d devices: %w", n, err)
 		}
-		d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
+		d, err := deleteInOne(ctx, b, ndst.DelRequest{Start: 1, Stop: math.MaxInt32}, n, "check: batched delete")
 		if err != nil {
-			return fmt.Errorf("calibrate: check: batched delete of %d devices: %w", n, err)
-		}
-		if d.Count != n || d.Counters["moved"] != 0 {
-			return fmt.Errorf("calibrate: check: batched delete removed %d of %d devices (moved %d); want all in one request", d.Count, n, d.Counters["moved"])
+			return err
 		}
 		if round >= 0 {
 			runs = append(runs, d.Counters["group_delete_ns"])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -245,12 +246,9 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 			}
 			r.Kind = a.Kind
 			kind = a.Kind // after a dummy fallback, stay on ifb quietly
-			d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+			d, err := deleteInOne(ctx, b, ndst.DelRequest{Start: 1, Stop: math.MaxInt32}, size, "batched delete")
 			if err != nil {
-				return fmt.Errorf("calibrate: batched delete of %d devices: %w", size, err)
-			}
-			if d.Count != size || d.Counters["moved"] != 0 {
-				return fmt.Errorf("calibrate: batched delete removed %d of %d devices (moved %d); want all in one request", d.Count, size, d.Counters["moved"])
+				return err
 			}
 			if round < 0 {
 				continue // the warm-up round
@@ -284,6 +282,22 @@ func (r *Report) measureNetlink(ctx context.Context, b *nlbackend.Backend, o Opt
 	return nil
 }
 
+// deleteInOne sends req, a delete of n devices, and fails unless the
+// kernel removed all n in the one request that a batched delete is (none
+// moved to one-by-one deletes by the backend, no second request): every
+// batched delete that calibrate times is one.
+func deleteInOne(ctx context.Context, b *nlbackend.Backend, req ndst.DelRequest, n int, what string) (*ndst.Result, error) {
+	d, err := b.Del(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %s of %d devices: %w", what, n, err)
+	}
+	if d.Count != n || d.Counters["moved"] != 0 || d.Counters["netlink_requests"] != 1 {
+		return nil, fmt.Errorf("calibrate: %s of %d devices removed %d in %d request(s) (moved %d); want all in one request",
+			what, n, d.Count, d.Counters["netlink_requests"], d.Counters["moved"])
+	}
+	return d, nil
+}
+
 // measureRequests creates one device (a veth pair for veth) and deletes it
 // in one request, Requests times after a warm-up, and keeps the CPU time
 // of each delete in the thread that sent it (RequestCPU). In the sender's
@@ -314,13 +328,9 @@ func (r *Report) measureRequests(ctx context.Context, b *nlbackend.Backend, o Op
 		if _, err := b.Add(ctx, ndst.AddRequest{Count: n, Template: tmpl, Kind: r.Kind}); err != nil {
 			return fmt.Errorf("calibrate: create %d device(s): %w", n, err)
 		}
-		d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: 1<<31 - 1})
+		d, err := deleteInOne(ctx, b, ndst.DelRequest{Start: 1, Stop: math.MaxInt32}, n, "delete")
 		if err != nil {
-			return fmt.Errorf("calibrate: delete %d device(s): %w", n, err)
-		}
-		if d.Count != n || d.Counters["moved"] != 0 || d.Counters["netlink_requests"] != 1 {
-			return fmt.Errorf("calibrate: delete of %d device(s) took %d request(s) for %d (moved %d); want one request",
-				n, d.Counters["netlink_requests"], d.Count, d.Counters["moved"])
+			return err
 		}
 		if i >= 0 {
 			cpu = append(cpu, d.Counters["group_delete_cpu_ns"])

@@ -106,9 +106,9 @@ func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) err
 			if err != nil {
 				return fmt.Errorf("%s %d: %w", w[0], workloadCount, err)
 			}
-			d, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32})
+			d, err := deleteInOne(ctx, b, ndst.DelRequest{Start: 1, Stop: math.MaxInt32}, workloadCount, w[1])
 			if err != nil {
-				return fmt.Errorf("%s %d: %w", w[1], workloadCount, err)
+				return err
 			}
 			if round >= 0 {
 				add(w[0], a.Counters["addr_ns"])
@@ -145,9 +145,9 @@ func (r *Report) measureWorkloads(ctx context.Context, b *nlbackend.Backend) err
 					lo, hi = min(lo, dv.Ifindex), max(hi, dv.Ifindex)
 				}
 			}
-			cd, err := b.Del(ctx, ndst.DelRequest{Start: lo, Stop: hi})
+			cd, err := deleteInOne(ctx, b, ndst.DelRequest{Start: lo, Stop: hi}, workloadCount, fmt.Sprintf(WorkChildDel, k))
 			if err != nil {
-				return fmt.Errorf("delete the %ss: %w", k, err)
+				return err
 			}
 			if _, err := b.Del(ctx, ndst.DelRequest{Start: 1, Stop: math.MaxInt32}); err != nil {
 				return err
