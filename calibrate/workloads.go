@@ -326,14 +326,17 @@ func builtinWorkloadCost(key string) int64 {
 }
 
 // workloadKeyFloor is the least value a key may take: 0, but a child's
-// unregister cost is what it costs beyond the calibrated device's and may
-// be negative, down to minus that device's unregister cost (the model
-// keeps the child's unregister work at least 0: netdev.VLANCosts).
+// register and unregister costs are what it costs beyond the calibrated
+// device's and may be negative, down to minus that device's cost (the
+// model keeps the child's work at least 0: netdev.VLANCosts).
 func workloadKeyFloor(t *costs.Table, key string) int64 {
+	if !slices.Contains(netdev.VLANCostKeys, key) {
+		return 0
+	}
 	if strings.HasSuffix(key, "_unregister_ns") {
 		return -t.Lookup(costs.Unregister)
 	}
-	return 0
+	return -t.Lookup(costs.Register)
 }
 
 // workloadBase is the run whose keys a run rests on besides its own: the

@@ -387,13 +387,18 @@ func (ns *Namespaces) RestorePeers(a, b *Device) error {
 // RegisterNamed is register_netdevice for a device with a fixed name (lo,
 // eth0); the caller holds RTNL.
 func (r *Registry) RegisterNamed(t *sim.Task, name string) (*Device, error) {
+	return r.registerNamed(t, name, r.Cost(costs.Register))
+}
+
+// registerNamed is RegisterNamed charging cost as the register CPU.
+func (r *Registry) registerNamed(t *sim.Task, name string, cost sim.Time) (*Device, error) {
 	if err := ifname.ValidateName(name); err != nil {
 		return nil, err
 	}
 	if _, ok := r.table.ByName(name); ok {
 		return nil, fmt.Errorf("device %s exists (EEXIST)", name)
 	}
-	d, err := r.register(t, name)
+	d, err := r.registerCharging(t, name, cost)
 	if err != nil {
 		return nil, err
 	}

@@ -362,6 +362,12 @@ func (r *Registry) Register(t *sim.Task, tmpl ifname.Template) (*Device, error) 
 
 // register is register_netdevice for a device whose name is already chosen.
 func (r *Registry) register(t *sim.Task, name string) (*Device, error) {
+	return r.registerCharging(t, name, r.Cost(costs.Register))
+}
+
+// registerCharging is register with cost as the device's register CPU: a
+// child's differs from the calibrated device's (RegisterChild).
+func (r *Registry) registerCharging(t *sim.Task, name string, cost sim.Time) (*Device, error) {
 	ifindex, err := r.allocIfindex()
 	if err != nil {
 		r.releaseName(name)
@@ -374,7 +380,7 @@ func (r *Registry) register(t *sim.Task, name string) (*Device, error) {
 		return nil, err
 	}
 	defer t.SetPhase(t.SetPhase(phase.Register))
-	t.Charge(r.Cost(costs.Register))
+	t.Charge(cost)
 	d.hold(HolderRegistration)
 	if r.prof.ReadyRefcount > 0 {
 		d.hold(HolderSelf)

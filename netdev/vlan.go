@@ -48,10 +48,13 @@ type VLANProfile struct {
 // VLANCosts are the per-child CPU costs of registering and unregistering a
 // VLAN or macvlan beyond a plain device's, from the cost table's extra map
 // ("vlan_register_ns", "vlan_unregister_ns", "macvlan_register_ns",
-// "macvlan_unregister_ns"), else 0: a child costs what a dummy costs. An
-// unregister cost may be negative (a child whose unregister is cheaper
-// than the calibrated device's: a macvlan has no queues of its own to tear
-// down), bounded so that the child's unregister work stays at least 0.
+// "macvlan_unregister_ns"), else 0: a child costs what a dummy costs.
+// Each may be negative: a child whose register or unregister is cheaper
+// than the calibrated device's (an ifb allocates and tears down a private
+// structure and a tasklet for each of its queues: 6.18 drivers/net/ifb.c
+// l.184-205 ifb_dev_init, l.296 ifb_dev_free; a macvlan has no queues of
+// its own), bounded so that the
+// child's register and unregister work stay at least 0.
 type VLANCosts struct {
 	VLANRegister, VLANUnregister       sim.Time
 	MacvlanRegister, MacvlanUnregister sim.Time
@@ -67,8 +70,7 @@ func VLANCostsOf(t *costs.Table) VLANCosts {
 		return c
 	}
 	for i, f := range []*sim.Time{&c.VLANRegister, &c.VLANUnregister, &c.MacvlanRegister, &c.MacvlanUnregister} {
-		unregister := i%2 == 1 // may be negative
-		if v, ok := t.Extra[VLANCostKeys[i]]; ok && (v >= 0 || unregister) {
+		if v, ok := t.Extra[VLANCostKeys[i]]; ok {
 			*f = sim.Time(v)
 		}
 	}
@@ -188,15 +190,14 @@ func (r *Registry) RegisterChild(t *sim.Task, name string, kind Kind, l Lower) (
 			return nil, fmt.Errorf("VLAN %d exists on %s (EEXIST)", l.ID, l.Parent.Name)
 		}
 	}
-	d, err := r.RegisterNamed(t, name)
+	vc := VLANCostsOf(r.costs)
+	extra := vc.MacvlanRegister
+	if kind == KindVLAN {
+		extra = vc.VLANRegister
+	}
+	d, err := r.registerNamed(t, name, max(0, r.Cost(costs.Register)+extra))
 	if err != nil {
 		return nil, err
-	}
-	vc := VLANCostsOf(r.costs)
-	if kind == KindVLAN {
-		t.Charge(vc.VLANRegister)
-	} else {
-		t.Charge(vc.MacvlanRegister)
 	}
 	r.setLink(d, LinkConfig{Kind: kind})
 	r.link(d, kind, l)
