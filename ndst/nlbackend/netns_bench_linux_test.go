@@ -35,8 +35,15 @@ func BenchmarkNetnsRatios(b *testing.B) {
 	prefix := fmt.Sprintf("ndb%x-", rand.Uint32())
 	tmpl := ndst.MustNetnsTemplate(prefix + "%d")
 	ipPrefix := fmt.Sprintf("ipb%x-", rand.Uint32())
-	host := freshNS(b)
+	// The iproute2 way's host-side namespace is iproute2's, not ndst's:
+	// ip deletes it (ndst's reset refuses a namespace it did not create).
+	host := fmt.Sprintf("ipb%x-host", rand.Uint32())
 	mustRun(b, "ip", "netns", "add", host)
+	b.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", host).CombinedOutput(); err != nil {
+			b.Errorf("cleanup: ip netns del %s: %v: %s", host, err, out)
+		}
+	})
 	b.Cleanup(func() {
 		ents, _ := os.ReadDir(netnsDir)
 		for _, e := range ents {
