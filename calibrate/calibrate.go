@@ -642,7 +642,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		if HasNetnsCosts(r.Table) {
-			for _, k := range []string{keyNetnsSetup, keyNetnsFiles, keyNetnsPut, keyNetnsExit} {
+			for _, k := range []string{keyNetnsSetup, keyNetnsFiles, keyNetnsPut, keyNetnsExit, keyNetnsExitBatch} {
 				if v, ok := r.Table.Extra[k]; ok {
 					fmt.Fprintf(&b, " %s %d", strings.TrimSuffix(k, "_ns"), v)
 				}

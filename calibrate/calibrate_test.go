@@ -324,8 +324,14 @@ func TestMissesNameTheMechanism(t *testing.T) {
 	r.Closure[4].Devices = 40
 	r.NetnsCleanupLines = &CleanupLines{MeasuredFixedNS: 36_000_000, MeasuredPerNS: 300_000, EmulatedFixedNS: 31_000_000, EmulatedPerNS: 300_000}
 	if m := r.Misses(); len(m) != 3 || !strings.Contains(m[2], "is 36.00ms here and 31.00ms in the model") ||
-		!strings.Contains(m[2], "take 5.00ms longer than the model's") || !strings.Contains(m[2], "return -30% off") {
+		!strings.Contains(m[2], "the last step left it 5.00ms off") || !strings.Contains(m[2], "return -30% off") {
 		t.Errorf("Misses() = %q, want the cleanup runs' fixed parts and the deletes' miss named", m)
+	}
+	// A model whose waits alone outlast the host's fixed part: the run's
+	// own cost is at its floor.
+	r.NetnsCleanupLines.EmulatedFixedNS = 40_000_000
+	if m := r.Misses(); len(m) != 3 || !strings.Contains(m[2], "at its floor of 0, and they take 4.00ms longer than the host's whole fixed part") {
+		t.Errorf("Misses() = %q, want the model's waits named as longer than the host's fixed part", m)
 	}
 	// A namespace create that misses names the filesystem of the
 	// namespaces' files when calibrate found it to be the drifting cost.

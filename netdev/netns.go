@@ -770,6 +770,9 @@ func (ns *Namespaces) cleanup(t *sim.Task, batch []*Netns) {
 // released by the worker's netdev_run_todo that ran 16-60 µs later still
 // found callbacks that needed a grace period of their own.
 func (ns *Namespaces) exitMethods(t *sim.Task, batch []*Netns) {
+	if ns.costs.ExitBatch > 0 {
+		t.Charge(ns.costs.ExitBatch) // once a run (NetnsCosts.ExitBatch)
+	}
 	k := ns.prof.ExitRCUFrees
 	if k == 0 {
 		for range batch {

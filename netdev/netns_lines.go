@@ -153,6 +153,12 @@ type NetnsCosts struct {
 	// ("netns_files_ns"; 0 unless calibrated, and in a table calibrated
 	// before it was measured, whose netns_setup_ns holds it; netnsfiles.go).
 	Files sim.Time
+	// ExitBatch is what a cleanup_net run costs once, whatever the
+	// namespaces it takes, besides its waits: the walks of the pernet
+	// operations' list and every operation's exit_batch method
+	// ("netns_exit_batch_ns"; 0 unless calibrated, fitted to the fixed
+	// part of the cleanup runs' line).
+	ExitBatch sim.Time
 }
 
 // DefaultNetnsCosts are estimates for the built-in table's machine (an
@@ -181,7 +187,8 @@ func NetnsCostsOf(t *costs.Table) NetnsCosts {
 		}
 	}
 	for key, f := range map[string]*sim.Time{"netns_setup_ns": &c.Setup, "netns_exit_ns": &c.Exit,
-		"netns_put_ns": &c.Put, "lo_up_ns": &c.LoUp, "lo_down_ns": &c.LoDown, "netns_veth_ns": &c.Veth, "netns_files_ns": &c.Files} {
+		"netns_put_ns": &c.Put, "lo_up_ns": &c.LoUp, "lo_down_ns": &c.LoDown, "netns_veth_ns": &c.Veth, "netns_files_ns": &c.Files,
+		"netns_exit_batch_ns": &c.ExitBatch} {
 		if v, ok := t.Extra[key]; ok && v >= 0 {
 			*f = sim.Time(v)
 		}
