@@ -10,6 +10,7 @@ import (
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/emu"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/netdev"
 )
 
 // Namespace calibration. Three per-namespace CPU costs of the emulated
@@ -475,10 +476,11 @@ func (r *Report) cleanupMiss(n int) string {
 
 // returnedMiss says, from the fit, why the deletes' own time p (the last
 // delete's return) misses. Each emulated delete is its umount's expedited
-// grace period (netdev.Namespaces.Unmount; on 6.12 on a worker thread
-// woken onto an idle CPU, which wakes the caller back: two wake-ups of an
-// idle CPU at the calibrated median when the other CPU is idle) plus
-// netns_put, the one cost fitted to the deletes of both sizes.
+// grace period (netdev.Namespaces.Unmount; on lines with the expedited
+// worker thread, 6.12 on, that worker is woken onto an idle CPU and wakes
+// the caller back: two wake-ups of an idle CPU at the calibrated median
+// when the other CPU is idle) plus netns_put, the one cost fitted to the
+// deletes of both sizes.
 func (r *Report) returnedMiss(p ClosurePoint) string {
 	put := int64(-1)
 	if r.Table != nil {
@@ -486,15 +488,19 @@ func (r *Report) returnedMiss(p ClosurePoint) string {
 			put = v
 		}
 	}
-	wake := "an unmeasured wake-up latency"
-	if r.Wakeup != nil && r.Wakeup.N > 0 {
-		wake = "the wake-up median here, " + dur(r.Wakeup.P50NS)
+	gp := "its umount's expedited grace period"
+	if netdev.Profiles[r.Profile].ExpKthreadWorker {
+		wake := "an unmeasured wake-up latency"
+		if r.Wakeup != nil && r.Wakeup.N > 0 {
+			wake = "the wake-up median here, " + dur(r.Wakeup.P50NS)
+		}
+		gp += " (on the line's worker thread: two wake-ups of an idle CPU, taking " + wake + " each, while the other CPU is idle; fewer while it is busy)"
 	}
 	switch {
 	case put == 0 && p.Error > 0:
-		return "netns_put, fitted to the deletes of both sizes, is at its floor (0), and the model's own wait in each delete, its umount's expedited grace period (two wake-ups of an idle CPU, taking " + wake + ", while the other CPU is idle), already takes longer than a delete here"
+		return "netns_put, fitted to the deletes of both sizes, is at its floor (0), and the model's own wait in each delete, " + gp + ", already takes longer than a delete here"
 	case put >= 0:
-		return fmt.Sprintf("netns_put (%s), fitted to the deletes of both sizes, balances their errors: the two sizes do not scale alike here and in the model, whose deletes each wait for their umount's expedited grace period (two wake-ups of an idle CPU, taking %s, while the other CPU is idle; fewer while it is busy)", dur(put), wake)
+		return fmt.Sprintf("netns_put (%s), fitted to the deletes of both sizes, balances their errors: the two sizes do not scale alike here and in the model, whose deletes each wait for %s", dur(put), gp)
 	}
 	return "netns_put was not fitted"
 }
