@@ -276,6 +276,12 @@ type Report struct {
 	Table *costs.Table `json:"table"`
 	// Path is where the table was written, if anywhere.
 	Path string `json:"path,omitempty"`
+
+	// RefitOf is the file a refitted report was read from (ndst calibrate
+	// --refit, refit.go) and RecordedClosure the closure it was recorded
+	// with, by the model of the ndst that measured it.
+	RefitOf         string         `json:"refit_of,omitempty"`
+	RecordedClosure []ClosurePoint `json:"recorded_closure,omitempty"`
 }
 
 // PhaseBucket is the grace-period latency of calls that started in one
@@ -620,6 +626,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		b.WriteString(r.checkNote())
+		b.WriteString(r.refitSummary())
 		if ok, worst := r.Closed(); !ok {
 			fmt.Fprintf(&b, "warning: the emulated kernel misses a calibration run by %.1f%% (more than %.0f%%); predictions from this table are not trustworthy. What misses:\n", 100*worst, 100*ClosureLimit)
 			for _, m := range r.Misses() {

@@ -76,6 +76,7 @@ func TestNoFileHangsOrIsOverwritten(t *testing.T) {
 		}},
 		{"bench --plot", func(p string) []string { return []string{"bench", "--count", "1", "--runs", "1", "--plot", p} }},
 		{"calibrate -o", func(p string) []string { return []string{"calibrate", "-o", p} }},
+		{"calibrate --refit", func(p string) []string { return []string{"calibrate", "--refit", p} }},
 		{"predict --save-costs", func(p string) []string { return []string{"predict", "--save-costs", p} }},
 		{"predict --from-guest", func(p string) []string { return []string{"predict", "--from-guest", p} }},
 	}
