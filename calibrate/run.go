@@ -15,6 +15,7 @@ import (
 	"github.com/ndst-project/ndst/costs"
 	"github.com/ndst-project/ndst/ndst"
 	"github.com/ndst-project/ndst/ndst/nlbackend"
+	"github.com/ndst-project/ndst/ndst/nlbackend/membarrier"
 	"github.com/ndst-project/ndst/safefile"
 )
 
@@ -165,33 +166,23 @@ func toNS(ds []time.Duration) []int64 {
 }
 
 // measureGP times n membarrier(GLOBAL) calls spaced by random pauses of up
-// to two ticks, so that they start at every phase of the tick.
+// to two ticks, so that they start at every phase of the tick, with the Go
+// runtime kept from waking the idle CPUs while they block (membarrier.Probe).
 func (r *Report) measureGP(ctx context.Context, n int) error {
 	if r.Host.CPUs == 1 {
 		return errors.New("one CPU online: membarrier does not wait for a grace period")
-	}
-	call, err := membarrierGlobal()
-	if err != nil {
-		return err
 	}
 	tick := int64(4 * time.Millisecond)
 	if r.HZ > 0 {
 		tick = int64(time.Second) / int64(r.HZ)
 	}
-	starts := make([]int64, 0, n)
-	ends := make([]int64, 0, n)
-	lats := make([]int64, 0, n)
-	for range n {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(time.Duration(rand.Int64N(2 * tick)))
-		t0 := monotonic()
-		if err := call(); err != nil {
-			return err
-		}
-		t1 := monotonic()
-		starts, ends, lats = append(starts, t0), append(ends, t1), append(lats, t1-t0)
+	starts, ends, err := membarrier.Probe(ctx, n, func() time.Duration { return time.Duration(rand.Int64N(2 * tick)) })
+	if err != nil {
+		return err
+	}
+	lats := make([]int64, len(starts))
+	for i := range starts {
+		lats[i] = ends[i] - starts[i]
 	}
 	r.GP = distribution(lats)
 	r.HZMeasured, r.TickAlignment = measureHZ(ends)

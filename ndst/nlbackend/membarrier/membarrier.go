@@ -9,6 +9,7 @@
 package membarrier
 
 import (
+	"context"
 	"slices"
 	"time"
 )
@@ -33,19 +34,13 @@ func (l Latency) quantile(q float64) time.Duration {
 	return s[int(q*float64(len(s)-1)+0.5)]
 }
 
-// Measure issues n membarrier(MEMBARRIER_CMD_GLOBAL) calls and times each.
+// Measure times n membarrier(MEMBARRIER_CMD_GLOBAL) calls, one after the
+// other (Probe).
 func Measure(n int) (Latency, error) {
-	call, err := Global()
-	if err != nil {
-		return Latency{}, err
+	starts, ends, err := Probe(context.Background(), n, nil)
+	l := Latency{Samples: make([]time.Duration, len(starts))}
+	for i := range starts {
+		l.Samples[i] = time.Duration(ends[i] - starts[i])
 	}
-	l := Latency{Samples: make([]time.Duration, 0, n)}
-	for range n {
-		t0 := time.Now()
-		if err := call(); err != nil {
-			return l, err
-		}
-		l.Samples = append(l.Samples, time.Since(t0))
-	}
-	return l, nil
+	return l, err
 }

@@ -2,9 +2,18 @@
 
 package membarrier
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+var errNotLinux = errors.New("membarrier needs Linux")
 
 // Global fails: membarrier is a Linux system call.
-func Global() (func() error, error) {
-	return nil, errors.New("membarrier needs Linux")
+func Global() (func() error, error) { return nil, errNotLinux }
+
+// Probe fails: membarrier is a Linux system call.
+func Probe(context.Context, int, func() time.Duration) (starts, ends []int64, err error) {
+	return nil, nil, errNotLinux
 }
