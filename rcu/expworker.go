@@ -32,6 +32,16 @@ import "github.com/ndst-project/ndst/sim"
 //     IPI; then it wakes the caller back on the caller's CPU, idle too. On
 //     a machine whose other CPU is idle each expedited grace period is two
 //     wake-ups of an idle CPU from another (sim.Config.WakeLatency each).
+//     Traced on this project's 6.18 host (2 CPUs; `teardowntrace placement`
+//     of a perf trace of `ndst netns del 1 40`, docs/kernel-modern-sources.md
+//     §2.6), the worker mostly went to the waking CPU instead, with the other
+//     one idle: 47 of 54 wake-ups right after the namespaces' create, 40 of
+//     59 three seconds after it. The likeliest reason is SIS_UTIL (6.0 on):
+//     select_idle_cpu scans no CPU while nr_idle_scan is 0, which periodic
+//     load balancing leaves after a busy spell and does not update while the
+//     CPUs idle (6.18 kernel/sched/fair.c l.7761-7769, l.11021-11090). The
+//     model does not have it: its two wake-ups are the worst case, and why
+//     its namespace deletes are slower than this host's.
 //
 // The worker is a task of the model (sim.Engine.GoUnbound), created at the
 // first expedited GP as that GP's wake-up of it; it runs the queued GPs one

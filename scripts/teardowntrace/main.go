@@ -5,6 +5,7 @@
 //	go run ./scripts/teardowntrace run [-marker PATH] [-stack-interval D] [-timeout D] -- CMD ARGS...
 //	go run ./scripts/teardowntrace links -add N | -del N | -del-group G
 //	go run ./scripts/teardowntrace barriers [-per-run=false] TRACE
+//	go run ./scripts/teardowntrace placement [-task NAME] TRACE
 //
 // TRACE is `perf script` output or the text of a tracefs trace file, as
 // scripts/trace-one-by-one.sh records them (sched, timer, irq, rcu and
@@ -29,6 +30,10 @@
 // long waits (the rcu_barrier() calls), how many times the grace-period
 // kthread was woken meanwhile: one grace period or two.
 //
+// The placement subcommand counts where the scheduler put one task's
+// wake-ups (default rcu_exp_gp_kthread_worker): onto the waking CPU or
+// another, with the other CPUs idle or not (placement.go).
+//
 // The run subcommand starts a workload, writes its pid into the tracefs
 // instance's trace_marker, optionally samples its kernel stack, and kills it
 // after a timeout. Exit status: 0 ok, 1 failure, 2 usage.
@@ -46,6 +51,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "barriers" {
 		os.Exit(barriersMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "placement" {
+		os.Exit(placementMain(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "links" {
 		os.Exit(linksMain(os.Args[2:]))
