@@ -404,6 +404,9 @@ func (r *Report) Refit(ctx context.Context) error {
 		}
 	}
 	r.buildTable(at)
+	if err := r.solveOtherWork(ctx); err != nil {
+		return err
+	}
 	return r.fit(ctx)
 }
 
