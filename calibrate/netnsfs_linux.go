@@ -11,8 +11,10 @@ import (
 	"github.com/ndst-project/ndst/safefile"
 )
 
-// netnsFilesDir is where the real backend makes a named namespace's files:
-// its mount point (and, under /run/ndst, its ownership record).
+// netnsFilesDir is where the real backend makes a named namespace's mount
+// point. Its ownership record, under /run/ndst, reuses the file of a
+// deleted one (ndst/nlbackend/recordspare_linux.go) and so makes no inode
+// once the first namespaces are deleted.
 const netnsFilesDir = "/run/netns"
 
 // netnsFilesNote describes the filesystem that holds the namespaces' files
@@ -50,5 +52,5 @@ func netnsFilesNote() string {
 	if err != nil || strings.TrimSpace(string(b)) != "<none>" {
 		return ""
 	}
-	return fmt.Sprintf("%s is on ext4 without a journal (%s), where every file a create makes (the mount point, the ownership record) first skips the free inodes deleted in the last minute, which the calibration's own rounds delete by the hundred: the time to create a namespace follows what was deleted before it, which the emulated kernel does not model", netnsFilesDir, dev)
+	return fmt.Sprintf("%s is on ext4 without a journal (%s), where every mount point a create makes under it first skips the free inodes deleted in the last minute, which the calibration's own rounds delete by the hundred (ndst's ownership records reuse their files and cost no inode): the time to create a namespace follows what was deleted before it, which the emulated kernel does not model", netnsFilesDir, dev)
 }

@@ -7,8 +7,9 @@ import "github.com/ndst-project/ndst/sim"
 // named one costs its creator more before it is there: the real backend
 // (ndst/nlbackend, makeNamespace and recordAndMount) opens the
 // namespace's nsfs file to read its identity, writes its ownership record
-// under /run/ndst (a temporary file written and renamed, not synced: it
-// goes at reboot with the namespace), creates its mount point under
+// under /run/ndst (the file of a deleted record, or a new one, written and
+// renamed, not synced: it goes at reboot with the namespace), creates its
+// mount point under
 // /run/netns and bind-mounts the namespace on it, as `ip netns add` does
 // the last two.
 // That is filesystem work, not the network stack's, and what it costs

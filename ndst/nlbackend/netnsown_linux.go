@@ -51,6 +51,8 @@ import (
 // with a record. Both are recognised as ndst's leftovers and removed by
 // the next command that holds the registry lock (pruneLocked), and by
 // reset. An empty file or a namespace without a record is never ndst's.
+// A removed record's file is kept as a spare for the next one
+// (recordspare_linux.go), outside ownerDir.
 
 // ownerDir holds the ownership records; tests point it elsewhere.
 var ownerDir = "/run/ndst/netns"
@@ -232,21 +234,30 @@ func readRecord(name string) (record, error) {
 }
 
 // writeRecord records that the namespace with identity id, about to be
-// mounted at name by this process, is ndst's.
+// mounted at name by this process, is ndst's: into a spare record file
+// when there is one (recordspare_linux.go), else a new file, renamed into
+// place either way.
 func writeRecord(name string, id nsIdentity) error {
 	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", ownerDir, err)
 	}
 	r := record{id: id, dir: netnsDirDev(), pid: os.Getpid(), start: selfStart()}
+	if writeFromSpare(ownerPath(name), r.encode()) {
+		return nil
+	}
 	if err := safefile.Replace(ownerPath(name), 0o644, r.encode(), &safefile.ReplaceOptions{TempPattern: ".tmp-*", Volatile: true}); err != nil {
 		return fmt.Errorf("write the ownership record of %s: %w", name, err)
 	}
 	return nil
 }
 
-// removeRecord forgets name's record; a record that is already gone is not
+// removeRecord forgets name's record, keeping its file as a spare
+// (recordspare_linux.go) when it can; a record that is already gone is not
 // an error, one that cannot be removed is.
 func removeRecord(name string) error {
+	if giveBack(ownerPath(name)) {
+		return nil
+	}
 	if err := os.Remove(ownerPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove the ownership record %s: %w", ownerPath(name), err)
 	}

@@ -32,7 +32,8 @@ import (
 //     whose creator still runs or whose lock is held (an ndst at work);
 //   - the leftovers of an ndst killed while it created or deleted a
 //     namespace: ownership records whose namespace is gone, and empty
-//     files under /run/netns that have a record.
+//     files under /run/netns that have a record;
+//   - the spare record files (recordspare_linux.go).
 //
 // A namespace that does not exist is not an error: the report says so.
 func ResetAll(ctx context.Context, o Options) (*ResetReport, error) { return reset(ctx, o, true) }
@@ -114,6 +115,15 @@ func reset(ctx context.Context, o Options, all bool) (*ResetReport, error) {
 			return rep, fmt.Errorf("reset: delete namespace %s: %w", n.Name, err)
 		}
 		rep.Namespaces = append(rep.Namespaces, n.Name)
+	}
+	if all {
+		n, err := dropSpares()
+		if n > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("removed %s under %s", plural(n, "spare record file"), spareDir()))
+		}
+		if err != nil {
+			return rep, fmt.Errorf("reset: remove the spare record files under %s: %w", spareDir(), err)
+		}
 	}
 	if n := identityNote(); n != "" {
 		rep.Notes = append(rep.Notes, n)
