@@ -112,7 +112,8 @@ const NetnsReturned = "netns delete returned"
 // cleanup done of 40 namespaces ranged by 15-20% within a calibration
 // (79-96 ms), and with five rounds the figure of eight calibrations in a
 // row missed the closure limit on it by -8.7% to +8.1%, about its mean of
-// 0. Ten rounds halve the figure's own spread's square.
+// 0. Ten rounds halve the variance of the median they give (its spread
+// shrinks by about 1/sqrt(2)).
 const (
 	netnsSmall, netnsLarge = 40, 200
 	netnsRounds            = 10
