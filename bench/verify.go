@@ -399,11 +399,15 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 		}
 		return d.WallNS, nil
 	}
-	a, err := r.nb.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: w.Namespaces, Template: r.tmpl, Veth: w.Veth, LoUp: w.LoUp})
-	if err != nil {
+	if _, err := r.nb.NetnsAdd(ctx, ndst.NetnsAddRequest{Count: w.Namespaces, Template: r.tmpl, Veth: w.Veth, LoUp: w.LoUp}); err != nil {
 		return 0, fmt.Errorf("real netns add %d: %w", w.Namespaces, err)
 	}
-	r.kind = a.Kind
+	// A namespace workload's only links are its veth pairs: the result's
+	// kind is the one its links would have had.
+	r.kind = ""
+	if w.Veth {
+		r.kind = "veth"
+	}
 	del := ndst.NetnsDelRequest{Start: 1, Stop: w.Namespaces, Template: r.tmpl, OneByOne: w.OneByOne}
 	if set != nil {
 		if err := set(); err != nil {
@@ -412,7 +416,7 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 		}
 	}
 	var d *ndst.Result
-	err = r.timed(func() (err error) {
+	err := r.timed(func() (err error) {
 		d, err = r.nb.NetnsDel(ctx, del)
 		return err
 	})
@@ -429,7 +433,11 @@ func (r *realRun) measure(ctx context.Context, set func() error) (int64, error) 
 // times without and with it, the error with it and the effect's sign.
 func (v *Verification) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "verified on this kernel: %s (%s), %d run(s) without and with each lever, alternately", v.Workload, v.Kind, v.Runs)
+	fmt.Fprintf(&b, "verified on this kernel: %s", v.Workload)
+	if v.Kind != "" {
+		fmt.Fprintf(&b, " (%s)", v.Kind)
+	}
+	fmt.Fprintf(&b, ", %d run(s) without and with each lever, alternately", v.Runs)
 	if len(v.LoadAvg) == 2 {
 		fmt.Fprintf(&b, "; load average %s / %s", v.LoadAvg[0], v.LoadAvg[1])
 	}

@@ -74,6 +74,9 @@ func TestVerifyOnHost(t *testing.T) {
 		if got := read(stall); got != before {
 			t.Errorf("after Verify(%s) %s reads %s, want %s", w, stall, got, before)
 		}
+		if want := map[bool]string{true: "veth", false: "ifb"}[w.Namespaces > 0]; v.Kind != want {
+			t.Errorf("Verify(%s) kind = %q, want %q (the kind of the links the workload has)", w, v.Kind, want)
+		}
 		r := v.Rows
 		if len(r) != 3 || r[0].Skipped != "" || r[0].IdleShare < 0 || r[0].IdleShare > 1 || len(r[0].MeasuredBeforeRuns) != 2 || len(r[0].MeasuredAfterRuns) != 2 || r[0].MeasuredAfterNS <= 0 || r[0].PredictedEffect != "none" {
 			t.Errorf("Verify(%s) first row = %+v, want two runs each way", w, r[0])
