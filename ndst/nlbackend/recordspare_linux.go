@@ -113,21 +113,22 @@ func writeFromSpare(path string, data []byte) bool {
 }
 
 // fillSpare replaces a claimed spare's content with data. The file is
-// opened without following a link and without blocking, and must be a
-// regular file.
+// opened without following a link, without blocking and without
+// truncating, and is truncated only once it is known to be a regular file
+// of this user with no other name (a hard link placed among the spares
+// would otherwise give another file's content away).
 func fillSpare(path string, data []byte) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
+	if err := ownSingleFile(f); err != nil {
 		return err
 	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", path)
+	if err := f.Truncate(0); err != nil {
+		return err
 	}
 	if err := f.Chmod(0o644); err != nil {
 		return err
@@ -139,17 +140,35 @@ func fillSpare(path string, data []byte) error {
 	return err
 }
 
+// ownSingleFile checks that f is a regular file of this user with one name.
+func ownSingleFile(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("%s is not a regular file", f.Name())
+	case st.Nlink != 1:
+		return fmt.Errorf("%s has %d names", f.Name(), st.Nlink)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s is not this user's (uid %d)", f.Name(), st.Uid)
+	}
+	return nil
+}
+
 // giveBack moves the record at path to the spares. It reports false when
-// the spares are full, the record is not a regular file, or the rename
-// fails; the caller then removes it. A record that is gone is given back
+// the spares are full, the record is not a regular file with one name, or
+// the rename fails; the caller then removes it. A record that is gone is given back
 // (there is nothing to remove).
 func giveBack(path string) bool {
-	st, err := os.Lstat(path)
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
-	if err != nil || !st.Mode().IsRegular() {
-		return false
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return false // removed by the caller: a spare has one name
 	}
 	spares.mu.Lock()
 	defer spares.mu.Unlock()

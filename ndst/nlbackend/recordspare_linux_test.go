@@ -159,6 +159,45 @@ func TestRecordSparesStrangeEntries(t *testing.T) {
 	}
 }
 
+// TestRecordSparesHardLink: a spare that is another file's second name is
+// never written: that file keeps its content and the record is whole.
+func TestRecordSparesHardLink(t *testing.T) {
+	useOwnerDir(t)
+	id := nsIdentity{Kind: kindNsid, ID: 4, Ino: nsID{1, 4}}
+	if err := os.MkdirAll(spareDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(filepath.Dir(ownerDir), "other")
+	if err := os.WriteFile(other, []byte("not ndst's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(other, filepath.Join(spareDir(), "1-1")); err != nil {
+		t.Skipf("no hard link beside the records: %v", err)
+	}
+	spares.mu.Lock()
+	spares.listed = false
+	spares.mu.Unlock()
+	if err := writeRecord("z", id); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "not ndst's\n" {
+		t.Errorf("the linked file reads %q, %v; want it untouched", b, err)
+	}
+	if r, err := readRecord("z"); err != nil || r.id != id {
+		t.Errorf("readRecord(z) = %+v, %v", r, err)
+	}
+	// A record with a second name is removed, not kept as a spare.
+	if err := os.Link(ownerPath("z"), filepath.Join(filepath.Dir(ownerDir), "z2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeRecord("z"); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(spareDir()); len(ents) != 0 {
+		t.Errorf("spares after removing a record with two names: %v, want none", ents)
+	}
+}
+
 // TestRecordSparesConcurrent: records written and removed on several
 // threads at once, from the spares, each with its own content.
 func TestRecordSparesConcurrent(t *testing.T) {
