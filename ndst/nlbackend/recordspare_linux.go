@@ -23,11 +23,11 @@ import (
 // when the group has no other free inode (find_inode_bit() and
 // recently_deleted(), 6.18 fs/ext4/ialloc.c l.672-752): each skip is a
 // buffer lookup, so a create's cost grows with how many files were deleted
-// shortly before it. A record written and unlinked per namespace
-// made ndst's creates on such a machine drift from 230 to 450 ms for 200
-// namespaces over twelve rounds of add and delete, where with the records
-// on a tmpfs they stayed at 150-200 ms. A rename allocates and frees no
-// inode. The mount point under /run/netns is still made and removed per
+// shortly before it. With a record written and unlinked per namespace,
+// ndst's creates of 200 namespaces on such a machine drifted from 230 to
+// 355 ms over twelve rounds of add and delete in one process, and on to
+// 462 and 592 ms in the next two, where with the records on a tmpfs they
+// stayed at 150-200 ms. A rename allocates and frees no inode. The mount point under /run/netns is still made and removed per
 // namespace, as `ip netns add` and `ip netns del` do.
 //
 // Every spare is used under the registry lock, and a spare is claimed by
